@@ -1,0 +1,1 @@
+"""The agent loop, retry and compaction (DESIGN §3, §7)."""

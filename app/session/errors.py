@@ -1,0 +1,40 @@
+"""Errors a session file can raise. Each names the file, the line (1-based) and the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SessionError(Exception):
+    """Base class: an expected failure the CLI and UI report without a traceback."""
+
+
+class SessionFileError(SessionError):
+    def __init__(self, path: Path | str, line: int | None, reason: str) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.reason = reason
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        super().__init__(f"{where}: {reason}")
+
+
+class SessionCorruptionError(SessionFileError):
+    """The file is not a valid session log (bad JSON, broken invariant, …)."""
+
+
+class UnsupportedFormatError(SessionFileError):
+    """The file is a session log of a version or with an event type this build does not know."""
+
+
+class SessionLockedError(SessionError):
+    """Another writer holds the session; it may still be opened read-only."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        super().__init__(str(self.path))
+
+
+class SessionNotFoundError(SessionError):
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(ref)

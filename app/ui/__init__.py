@@ -1,0 +1,1 @@
+"""Textual UI: the only package that imports Textual."""
