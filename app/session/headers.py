@@ -19,9 +19,12 @@ from app.session.events import (
 )
 
 
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
     """Key-sorted, compact, non-ASCII kept: two equal values always give the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL_ENCODER.encode(value)
 
 
 def canonical_tool(tool: ToolDefinition) -> str:

@@ -1,0 +1,224 @@
+"""The embedded offline demo model (DESIGN §8): deterministic replies to a `deepseek-chat` request.
+
+It behaves like a provider that supports tool changes in the history: it sees the declared tools
+minus deferred ones, then applies `tool_addition` / `tool_removal` blocks in message order, and
+only ever calls a tool that is available after that. Its replies are written in English on purpose:
+they are model output, not interface text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_TOOL_REQUEST = re.compile(
+    r"\b(?:use|call|run)\s+(?:the\s+)?`?(?P<name>[A-Za-z0-9_\-]+)`?(?:\s+tool)?"
+    r"(?:\s+(?:on|with|for)\s+(?P<argument>.+?))?(?=\s+(?:and|then)\s+(?:use|call|run)\b|[.!?]?\s*$)",
+    re.IGNORECASE | re.DOTALL,
+)
+_SUMMARY_LINES = 8
+
+
+class OfflineRequestError(ValueError):
+    """The request is one a real provider would refuse with 400 (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    reasoning: str
+    text: str
+    calls: tuple[PlannedCall, ...] = ()
+    prompt_text: str = field(default="", repr=False)
+    """The request rendered as the provider would cache it (tools, then system, then messages)."""
+
+
+@dataclass(slots=True)
+class _Tools:
+    declared: dict[str, dict[str, Any]]
+    available: list[str]
+
+
+def available_tools(body: dict[str, Any], *, beta: bool) -> _Tools:
+    """Declarations minus deferred ones, then every addition/removal block in message order."""
+    declared: dict[str, dict[str, Any]] = {}
+    available: list[str] = []
+    for entry in body.get("tools") or []:
+        function = entry.get("function") or {}
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise OfflineRequestError("every tool needs a function name")
+        declared[name] = function
+        if not entry.get("defer_loading"):
+            available.append(name)
+    blocks_seen = False
+    for message in body.get("messages") or []:
+        if message.get("role") != "system" or not isinstance(message.get("content"), list):
+            continue
+        for block in message["content"]:
+            kind = block.get("type")
+            if kind not in ("tool_addition", "tool_removal"):
+                continue
+            blocks_seen = True
+            name = (block.get("tool") or {}).get("name")
+            if name not in declared:
+                raise OfflineRequestError(f"{kind} names {name!r}, which is not declared")
+            if kind == "tool_addition" and name not in available:
+                available.append(name)
+            elif kind == "tool_removal" and name in available:
+                available.remove(name)
+    if blocks_seen and not beta:
+        raise OfflineRequestError("tool update blocks need the tool-change beta header")
+    return _Tools(declared=declared, available=available)
+
+
+def plan_reply(body: dict[str, Any], *, beta: bool) -> Reply:
+    """Decide the whole reply to one request; the transport streams it.
+
+    `beta` says whether the request carried the tool-change beta header: like a real provider,
+    the model refuses update blocks without it.
+    """
+    tools = available_tools(body, beta=beta)
+    conversation = [m for m in body.get("messages") or [] if m.get("role") in ("user", "assistant", "tool")]
+    prompt_text = render_prompt(body, tools)
+    if not conversation:
+        return Reply(reasoning="", text=_greeting(tools), prompt_text=prompt_text)
+    last = conversation[-1]
+    if last.get("role") == "tool":
+        return _summarise_results(conversation, prompt_text)
+    if last.get("role") != "user":
+        return Reply(reasoning="", text=_greeting(tools), prompt_text=prompt_text)
+    return _answer_user(_text_of(last), tools, len(conversation), prompt_text)
+
+
+def render_prompt(body: dict[str, Any], tools: _Tools) -> str:
+    """The cacheable prefix as a provider renders it: non-deferred tools, then the messages."""
+    shown = [tools.declared[name] for name in tools.declared if name in _non_deferred(body)]
+    return json.dumps({"tools": shown, "messages": body.get("messages") or []}, sort_keys=True)
+
+
+def _non_deferred(body: dict[str, Any]) -> set[str]:
+    return {
+        (entry.get("function") or {}).get("name")
+        for entry in body.get("tools") or []
+        if not entry.get("defer_loading")
+    }
+
+
+def _answer_user(text: str, tools: _Tools, position: int, prompt_text: str) -> Reply:
+    requests = list(_TOOL_REQUEST.finditer(text))
+    if not requests:
+        return Reply(
+            reasoning="The user did not ask for a tool; describe what I can do.",
+            text=_greeting(tools),
+            prompt_text=prompt_text,
+        )
+    calls: list[PlannedCall] = []
+    missing: list[str] = []
+    for match in requests:
+        name = match.group("name")
+        if name not in tools.available:
+            missing.append(name)
+            continue
+        arguments = _arguments_for(tools.declared[name], (match.group("argument") or "").strip())
+        calls.append(PlannedCall(call_id=f"call_{position}_{len(calls) + 1}", name=name, arguments=arguments))
+    if calls:
+        names = ", ".join(f"`{call.name}`" for call in calls)
+        note = "".join(f"I cannot call `{name}`: it is not among my tools.\n\n" for name in missing)
+        return Reply(
+            reasoning=f"The user asked for {names}; it is available, so I call it.",
+            text=note,
+            calls=tuple(calls),
+            prompt_text=prompt_text,
+        )
+    listed = ", ".join(f"`{name}`" for name in missing)
+    return Reply(
+        reasoning=f"The user asked for {listed}, which I was not given.",
+        text=f"I cannot call {listed}: it is not among my tools right now.\n\n{_tool_list(tools)}",
+        prompt_text=prompt_text,
+    )
+
+
+def _arguments_for(function: dict[str, Any], argument: str) -> str:
+    """Map the words after "on"/"with" onto the tool's first string parameter (or parse JSON)."""
+    if argument.startswith("{"):
+        try:
+            parsed = json.loads(argument)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return json.dumps(parsed, ensure_ascii=False)
+    schema = function.get("parameters") or {}
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = [name for name in schema.get("required") or [] if name in properties]
+    ordered = required + [name for name in properties if name not in required]
+    for name in ordered:
+        if (properties[name] or {}).get("type", "string") == "string" and argument:
+            return json.dumps({name: argument.strip("`'\"")}, ensure_ascii=False)
+    return "{}"
+
+
+def _summarise_results(conversation: list[dict[str, Any]], prompt_text: str) -> Reply:
+    results: list[dict[str, Any]] = []
+    for message in reversed(conversation):
+        if message.get("role") != "tool":
+            break
+        results.append(message)
+    results.reverse()
+    names = _call_names(conversation)
+    parts = []
+    for result in results:
+        name = names.get(result.get("tool_call_id"), "tool")
+        content = _text_of(result)
+        lines = content.splitlines()
+        shown = "\n".join(lines[:_SUMMARY_LINES])
+        more = len(lines) - _SUMMARY_LINES
+        tail = f"\n… and {more} more lines." if more > 0 else ""
+        parts.append(
+            f"**`{name}`** returned {len(content)} characters:\n\n```text\n{shown}\n```{tail}"
+        )
+    return Reply(
+        reasoning="Summarise what the tools returned.",
+        text="\n\n".join(parts) if parts else "The tool returned nothing.",
+        prompt_text=prompt_text,
+    )
+
+
+def _call_names(conversation: list[dict[str, Any]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in conversation:
+        for call in message.get("tool_calls") or []:
+            names[call.get("id")] = (call.get("function") or {}).get("name", "tool")
+    return names
+
+
+def _greeting(tools: _Tools) -> str:
+    return (
+        "This is the **offline demo model**: it runs locally, needs no key, and answers "
+        "deterministically.\n\nAsk me to `use TOOL on ARGUMENT` and I will call it.\n\n"
+        + _tool_list(tools)
+    )
+
+
+def _tool_list(tools: _Tools) -> str:
+    if not tools.available:
+        return "I have no tools right now."
+    lines = [f"- `{name}` — {tools.declared[name].get('description', '')}".rstrip(" —") for name in tools.available]
+    return "Tools I can call:\n\n" + "\n".join(lines)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""

@@ -1,0 +1,165 @@
+"""An httpx transport (no sockets) that serves the offline model over the `deepseek-chat` wire.
+
+Selecting `offline/demo` therefore runs the real DeepSeek adapter, SSE framing, translator and
+projection end to end. Token counts are estimates (4 characters a token); cache hits are the
+common prefix with the previous request, as a provider's prompt cache would report them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from app.llm.offline.model import OfflineRequestError, Reply, plan_reply
+
+MODEL_NAME = "offline-demo"
+_CHARS_PER_TOKEN = 4
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes], delay: float) -> None:
+        self._chunks = chunks
+        self._delay = delay
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            if self._delay:
+                await asyncio.sleep(self._delay)
+            yield chunk
+
+
+class OfflineTransport(httpx.AsyncBaseTransport):
+    """Answers `POST …/chat/completions` with a streamed, deterministic reply.
+
+    `beta_header` is the (name, value) a request must carry to use tool-update blocks.
+    `delay` (seconds between chunks) makes the stream visible in the UI; tests use 0.
+    """
+
+    def __init__(self, beta_header: tuple[str, str], *, delay: float | None = None) -> None:
+        self._beta_header = beta_header
+        self._delay = delay if delay is not None else float(os.environ.get("TOOLSCOPE_OFFLINE_DELAY", "0.01"))
+        self._previous_prompt = ""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+            return _error(404, f"no such endpoint: {request.method} {request.url.path}")
+        try:
+            body = json.loads(await request.aread())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error(400, "the request body is not JSON")
+        if not isinstance(body, dict):
+            return _error(400, "the request body must be a JSON object")
+        name, value = self._beta_header
+        beta = value in [part.strip() for part in request.headers.get(name, "").split(",")]
+        try:
+            reply = plan_reply(body, beta=beta)
+        except OfflineRequestError as refusal:
+            return _error(400, str(refusal))
+        cached = _common_prefix(self._previous_prompt, reply.prompt_text)
+        self._previous_prompt = reply.prompt_text
+        chunks = _sse(reply, cached_chars=cached)
+        return httpx.Response(
+            200,
+            headers={"content-type": "text/event-stream; charset=utf-8"},
+            stream=_Chunks(chunks, self._delay),
+            request=request,
+        )
+
+
+def _error(status: int, message: str) -> httpx.Response:
+    return httpx.Response(
+        status,
+        json={"error": {"message": message, "type": "invalid_request_error"}},
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    low, high = 0, limit
+    # Binary search on slice equality: C-speed comparisons instead of a Python loop per character.
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _pieces(text: str, size: int = 12) -> list[str]:
+    """Split on word boundaries into small deltas, as a real stream arrives."""
+    pieces: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if len(candidate) > size and current:
+            pieces.append(current + " ")
+            current = word
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _sse(reply: Reply, *, cached_chars: int) -> list[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        payload = {
+            "id": "offline",
+            "object": "chat.completion.chunk",
+            "model": MODEL_NAME,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"reasoning_content": piece}) for piece in _pieces(reply.reasoning)]
+    chunks += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    for index, call in enumerate(reply.calls):
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call.call_id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        middle = len(call.arguments) // 2
+        for part in (call.arguments[:middle], call.arguments[middle:]):
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}))
+    chunks.append(chunk({}, "tool_calls" if reply.calls else "stop"))
+    prompt_tokens = len(reply.prompt_text) // _CHARS_PER_TOKEN
+    reasoning_tokens = len(reply.reasoning) // _CHARS_PER_TOKEN
+    completion_tokens = (
+        reasoning_tokens
+        + len(reply.text) // _CHARS_PER_TOKEN
+        + sum(len(c.arguments) + len(c.name) for c in reply.calls) // _CHARS_PER_TOKEN
+    )
+    usage = {
+        "id": "offline",
+        "object": "chat.completion.chunk",
+        "model": MODEL_NAME,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_cache_hit_tokens": cached_chars // _CHARS_PER_TOKEN,
+            "prompt_cache_miss_tokens": prompt_tokens - cached_chars // _CHARS_PER_TOKEN,
+            "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+        },
+    }
+    chunks.append(b"data: " + json.dumps(usage).encode() + b"\n\n")
+    chunks.append(b"data: [DONE]\n\n")
+    return chunks
