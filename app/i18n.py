@@ -11,6 +11,7 @@ from __future__ import annotations
 import gettext as _gettext
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 DOMAIN = "toolscope"
 TRANSLATIONS_DIR = Path(__file__).resolve().parent.parent / "translations"
@@ -21,10 +22,12 @@ _language = "en"
 
 
 def _(message: str) -> str:
+    """Translate `message` into the current language."""
     return _translations.gettext(message)
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form of a counted message that suits `n` in the current language."""
     return _translations.ngettext(singular, plural, n)
 
 
@@ -108,7 +111,7 @@ def _catalog_from_po(po: Path) -> _gettext.NullTranslations:
     return _gettext.GNUTranslations(buffer)
 
 
-def _write_mo(po: Path, out) -> None:  # type: ignore[no-untyped-def]
+def _write_mo(po: Path, out: BinaryIO) -> None:
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
@@ -118,7 +121,11 @@ def _write_mo(po: Path, out) -> None:  # type: ignore[no-untyped-def]
 
 
 def compile_catalog(po: Path, mo: Path) -> None:
-    tmp = mo.with_suffix(".mo.tmp")
-    with tmp.open("wb") as handle:
-        _write_mo(po, handle)
-    os.replace(tmp, mo)
+    """Write `mo` atomically; a per-process temporary name lets concurrent first runs race safely."""
+    tmp = mo.with_name(f"{mo.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as handle:
+            _write_mo(po, handle)
+        os.replace(tmp, mo)
+    finally:
+        tmp.unlink(missing_ok=True)

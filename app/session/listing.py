@@ -1,0 +1,265 @@
+"""The session list behind `toolscope sessions`: one summary per log file, fast with thousands of files.
+
+A summary needs only the header line, the first `user/message` line and the line count, so a file
+is never parsed line by line: the first user message is found with a byte search for a line that
+starts with `{"type":"user/message"` (the writer puts `type` first, and inside a JSON string the
+quotes would be escaped, so the pattern can only start a line) and lines are counted with
+`bytes.count`. Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name
+and checked against size and mtime; a file that only grew (logs are append-only) has just its new
+bytes scanned. A file that is not a valid session is listed as unreadable, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from app.paths import data_home, ensure_private_dir, sessions_dir
+
+CACHE_VERSION = 1
+CHUNK_SIZE = 1 << 20
+TITLE_LENGTH = 50
+HEADER_LIMIT = 64 * 1024
+USER_MESSAGE_LINE = b'\n{"type":"user/message"'
+
+# Why a file is unreadable (stable codes: they are cached and printed by `--json`).
+EMPTY = "empty"
+INVALID_HEADER = "invalid-header"
+UNSUPPORTED_VERSION = "unsupported-version"
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    id: str
+    path: Path
+    created_at: int | None  # ms since the epoch; None when the header is unreadable
+    title: str
+    events: int
+    size: int
+    mtime_ns: int
+    problem: str | None = None
+
+    @property
+    def sort_key(self) -> int:
+        """Newest first by creation; an unreadable file by its modification time."""
+        return self.created_at if self.created_at is not None else self.mtime_ns // 1_000_000
+
+
+@dataclass
+class _Entry:
+    """What the cache keeps per file: enough to resume scanning where the last scan stopped."""
+
+    size: int
+    mtime_ns: int
+    header_crc: int
+    scanned: int  # offset just past the last complete line seen
+    newlines: int
+    id: str
+    created_at: int | None
+    title: str | None  # None while no user message has been found
+    problem: str | None
+
+
+def list_sessions(directory: Path | None = None, cache_file: Path | None = None) -> list[SessionSummary]:
+    """All `*.jsonl` session files in `directory`, newest first."""
+    directory = directory if directory is not None else sessions_dir()
+    cache_file = cache_file if cache_file is not None else data_home() / "cache" / "sessions-index.json"
+    try:
+        files = [
+            entry
+            for entry in os.scandir(directory)
+            if entry.name.endswith(".jsonl") and entry.is_file()
+        ]
+    except FileNotFoundError:
+        return []
+    cached = _read_cache(cache_file)
+    entries: dict[str, _Entry] = {}
+    summaries: list[SessionSummary] = []
+    changed = len(cached) != len(files)
+    for file in files:
+        stat = file.stat()
+        path = Path(file.path)
+        previous = cached.get(file.name)
+        entry = _refresh(path, stat.st_size, stat.st_mtime_ns, previous)
+        if entry is None:  # vanished while listing
+            changed = True
+            continue
+        changed = changed or entry is not previous
+        entries[file.name] = entry
+        summaries.append(_summary(path, entry))
+    if changed:
+        _write_cache(cache_file, entries)
+    summaries.sort(key=lambda summary: summary.sort_key, reverse=True)
+    return summaries
+
+
+def _summary(path: Path, entry: _Entry) -> SessionSummary:
+    return SessionSummary(
+        id=entry.id,
+        path=path,
+        created_at=entry.created_at,
+        title=entry.title or "",
+        events=max(entry.newlines - 1, 0),
+        size=entry.size,
+        mtime_ns=entry.mtime_ns,
+        problem=entry.problem,
+    )
+
+
+def _refresh(path: Path, size: int, mtime_ns: int, previous: _Entry | None) -> _Entry | None:
+    """Reuse, extend or rebuild the cache entry of one file."""
+    if previous is not None and previous.size == size and previous.mtime_ns == mtime_ns:
+        return previous
+    try:
+        with path.open("rb") as handle:
+            header = _read_header_line(handle)
+            crc = zlib.crc32(header)
+            if (
+                previous is not None
+                and previous.problem is None
+                and size > previous.size
+                and previous.header_crc == crc
+            ):
+                return _extend(handle, previous, size, mtime_ns)
+            return _scan_from_start(path, handle, header, crc, size, mtime_ns)
+    except FileNotFoundError:
+        return None
+
+
+def _extend(handle: BinaryIO, previous: _Entry, size: int, mtime_ns: int) -> _Entry:
+    """A file that only grew: scan the bytes after its last complete line."""
+    handle.seek(previous.scanned)
+    newlines, scanned, title = _scan(handle, previous.scanned, want_title=previous.title is None)
+    return _Entry(
+        size=size,
+        mtime_ns=mtime_ns,
+        header_crc=previous.header_crc,
+        scanned=scanned,
+        newlines=previous.newlines + newlines,
+        id=previous.id,
+        created_at=previous.created_at,
+        title=previous.title if previous.title is not None else title,
+        problem=None,
+    )
+
+
+def _scan_from_start(
+    path: Path, handle: BinaryIO, header: bytes, crc: int, size: int, mtime_ns: int
+) -> _Entry:
+    session_id, created_at, problem = _parse_header(header)
+    handle.seek(0)
+    newlines, scanned, title = _scan(handle, 0, want_title=problem is None)
+    return _Entry(
+        size=size,
+        mtime_ns=mtime_ns,
+        header_crc=crc,
+        scanned=scanned,
+        newlines=newlines,
+        id=session_id or path.stem,
+        created_at=created_at,
+        title=title,
+        problem=problem,
+    )
+
+
+def _read_header_line(handle: BinaryIO) -> bytes:
+    """The first line without its newline (capped: a header is a few hundred bytes)."""
+    head = handle.read(HEADER_LIMIT)
+    end = head.find(b"\n")
+    return head[:end] if end >= 0 else head
+
+
+def _parse_header(line: bytes) -> tuple[str | None, int | None, str | None]:
+    """(id, createdAt, problem) from the header line, validated by the format's own model."""
+    if not line.strip():
+        return None, None, EMPTY
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None, None, INVALID_HEADER
+    # Deferred: the models cost a noticeable import, paid only when some file needs a rescan.
+    from pydantic import ValidationError
+
+    from app.session.events import FORMAT_VERSION, HEADER_ADAPTER
+
+    if isinstance(raw, dict) and raw.get("type") == "session" and raw.get("version") != FORMAT_VERSION:
+        return None, None, UNSUPPORTED_VERSION
+    try:
+        header = HEADER_ADAPTER.validate_json(line)
+    except ValidationError:
+        return None, None, INVALID_HEADER
+    return header.id, header.created_at, None
+
+
+def _scan(handle: BinaryIO, offset: int, *, want_title: bool) -> tuple[int, int, str | None]:
+    """Count complete lines from `offset` (a line start) and find the first user message's text.
+
+    Returns (newlines, offset past the last complete line, title or None).
+    """
+    newlines = 0
+    title: str | None = None
+    pending = b""  # the incomplete line carried over from the previous chunk
+    while chunk := handle.read(CHUNK_SIZE):
+        data = pending + chunk
+        last = data.rfind(b"\n")
+        if last < 0:
+            pending = data
+            continue
+        complete = data[: last + 1]
+        newlines += complete.count(b"\n")
+        if want_title and title is None:
+            title = _first_user_text(complete)
+        offset += len(complete)
+        pending = data[last + 1 :]
+    return newlines, offset, title
+
+
+def _first_user_text(lines: bytes) -> str | None:
+    """The title from the first `user/message` line among complete `lines`, or None."""
+    hit = (b"\n" + lines).find(USER_MESSAGE_LINE)
+    if hit < 0:
+        return None
+    end = lines.find(b"\n", hit)
+    try:
+        text = json.loads(lines[hit:end])["data"]["text"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return shorten(text) if isinstance(text, str) else None
+
+
+def shorten(text: str, limit: int = TITLE_LENGTH) -> str:
+    """Whitespace collapsed, cut to `limit` characters with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "…"
+
+
+def _read_cache(cache_file: Path) -> dict[str, _Entry]:
+    """The cached entries, or none when the cache is missing, foreign or damaged (it is only a cache)."""
+    try:
+        raw = json.loads(cache_file.read_bytes())
+        if raw.get("version") != CACHE_VERSION:
+            return {}
+        return {name: _Entry(**fields) for name, fields in raw["files"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _write_cache(cache_file: Path, entries: dict[str, _Entry]) -> None:
+    payload = {"version": CACHE_VERSION, "files": {name: asdict(e) for name, e in entries.items()}}
+    try:
+        ensure_private_dir(cache_file.parent)
+        temporary = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
+        # Private like the logs it summarises: titles are the user's own words.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode())
+        os.replace(temporary, cache_file)
+    except OSError:
+        # A read-only data dir only costs speed next time.
+        pass

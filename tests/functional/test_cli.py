@@ -1,0 +1,343 @@
+"""The real `toolscope` command in a subprocess, with its data dir in a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app import __version__
+from app.session.events import (
+    SessionHeader,
+    TurnStartData,
+    UserMessageData,
+    encode_event,
+    encode_header,
+    make_event,
+)
+
+TOOLSCOPE = Path(sys.executable).parent / "toolscope"
+BASE_TIME = 1_700_000_000_000
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def _environment(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("TOOLSCOPE_CONFIG", "LC_ALL", "LC_MESSAGES", "LANG", "NO_COLOR")
+    }
+    env.update(TOOLSCOPE_HOME=str(home), LANG="C.UTF-8", PYTHONIOENCODING="utf-8")
+    env.update(extra)
+    return env
+
+
+def toolscope(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TOOLSCOPE), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=_environment(home, **env),
+        timeout=60,
+    )
+
+
+def write_session(
+    home: Path, session_id: str, *, minute: int = 0, user_texts: tuple[str, ...] = (), name: str | None = None
+) -> Path:
+    """A valid log: header, turn/start, then one user/message per text."""
+    header = SessionHeader(version=1, id=session_id, created_at=BASE_TIME + minute * 60_000, cwd="/w", parent=None)
+    lines = [encode_header(header), encode_event(make_event("turn/start", 0, BASE_TIME, TurnStartData(turn=1)))]
+    for seq, text in enumerate(user_texts, start=1):
+        data = UserMessageData(id=f"u{seq}", text=text)
+        lines.append(encode_event(make_event("user/message", seq, BASE_TIME, data)))
+    path = home / "sessions" / f"{name or session_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def listing(home: Path) -> list[dict[str, object]]:
+    result = toolscope(home, "sessions", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -> str:
+    assert result.returncode == code
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+# --- basics --------------------------------------------------------------------------------
+
+
+def test_version() -> None:
+    result = subprocess.run([str(TOOLSCOPE), "--version"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"toolscope {__version__}\n", "")
+
+
+def test_python_dash_m_is_the_same_command(home: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "sessions"], capture_output=True, text=True, env=_environment(home)
+    )
+    assert (result.returncode, result.stdout) == (0, "No sessions yet.\n")
+
+
+def test_without_a_command_prints_help(home: Path) -> None:
+    result = toolscope(home)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: toolscope")
+    assert "sessions" in result.stdout and "--lang" in result.stdout and "--config" in result.stdout
+
+
+def test_only_working_commands_are_offered(home: Path) -> None:
+    for missing in ("chat", "view", "run", "inspect"):
+        result = toolscope(home, missing)
+        assert result.returncode == 2
+        assert "invalid choice" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unknown_option_is_a_usage_error(home: Path) -> None:
+    result = toolscope(home, "sessions", "--bogus")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --bogus" in result.stderr
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+def test_no_sessions_yet(home: Path) -> None:
+    result = toolscope(home, "sessions")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "No sessions yet.\n", "")
+    assert listing(home) == []
+
+
+def test_sessions_newest_first_with_titles_counts_and_sizes(home: Path) -> None:
+    long_text = "  Please   read\n\tthe README and then " + "explain every section in detail " * 5
+    write_session(home, "old", minute=0, user_texts=("first words",))
+    newest = write_session(home, "new", minute=20, user_texts=(long_text, "second"))
+    write_session(home, "middle", minute=10)
+
+    rows = listing(home)
+    assert [row["id"] for row in rows] == ["new", "middle", "old"]
+    top = rows[0]
+    assert top["createdAt"] == BASE_TIME + 20 * 60_000
+    assert top["events"] == 3
+    assert top["size"] == newest.stat().st_size
+    assert top["problem"] is None
+    title = str(top["title"])
+    assert title.startswith("Please read the README and then explain")
+    assert len(title) <= 50 and title.endswith("…")
+    assert rows[1]["title"] == "" and rows[1]["events"] == 1
+    assert rows[2]["title"] == "first words"
+
+    table = toolscope(home, "sessions")
+    assert table.returncode == 0
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["ID", "Created", "Title", "Events", "Size"]
+    assert lines[1].startswith("new ") and "Please read the README" in lines[1]
+    assert lines[3].startswith("old ") and "first words" in lines[3] and "bytes" in lines[3]
+    assert lines[-1] == "3 sessions"
+    assert "\x1b[" not in table.stdout  # not a terminal: no colour
+
+
+def test_unreadable_files_are_marked_not_fatal(home: Path) -> None:
+    write_session(home, "good", user_texts=("hello",))
+    sessions = home / "sessions"
+    (sessions / "empty.jsonl").write_bytes(b"")
+    (sessions / "garbage.jsonl").write_bytes(b"not json\n")
+    (sessions / "future.jsonl").write_bytes(b'{"type":"session","version":99,"id":"future"}\n')
+    (sessions / "wrong.jsonl").write_bytes(b'{"type":"session","version":1,"id":""}\n')
+    (sessions / "notes.txt").write_bytes(b"ignored")
+
+    rows = {row["id"]: row for row in listing(home)}
+    assert set(rows) == {"good", "empty", "garbage", "future", "wrong"}
+    assert rows["good"]["problem"] is None
+    assert rows["empty"]["problem"] == "empty"
+    assert rows["garbage"]["problem"] == "invalid-header"
+    assert rows["future"]["problem"] == "unsupported-version"
+    assert rows["wrong"]["problem"] == "invalid-header"
+    assert rows["garbage"]["events"] is None
+
+    table = toolscope(home, "sessions")
+    assert table.returncode == 0 and table.stderr == ""
+    assert "(unreadable: unsupported format version)" in table.stdout
+    assert "(unreadable: not a session log)" in table.stdout
+
+
+def test_unusable_data_dir_is_one_line_and_exit_1(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "sessions").write_text("a file where the directory should be")
+    line = assert_one_line_error(toolscope(home, "sessions"), 1)
+    assert line.startswith("toolscope: error: ") and "sessions" in line
+
+
+def test_torn_last_line_is_not_counted(home: Path) -> None:
+    path = write_session(home, "torn", user_texts=("hi",))
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"user/message","seq":2')
+    assert listing(home)[0]["events"] == 2
+
+
+def test_cache_serves_unchanged_files_without_reading_them(home: Path) -> None:
+    path = write_session(home, "cached", user_texts=("original title",))
+    assert listing(home)[0]["title"] == "original title"
+    assert (home / "cache" / "sessions-index.json").exists()
+
+    # Same size and mtime: the listing must come from the cache, not the (changed) bytes.
+    stat = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"original", b"replaced"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert listing(home)[0]["title"] == "original title"
+
+    # A real change (new mtime) is picked up.
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert listing(home)[0]["title"] == "replaced title"
+
+
+def test_appended_file_scans_only_new_bytes(home: Path) -> None:
+    path = write_session(home, "growing")
+    row = listing(home)[0]
+    assert (row["title"], row["events"]) == ("", 1)
+
+    data = UserMessageData(id="u1", text="now there is a title")
+    with path.open("ab") as handle:
+        handle.write(encode_event(make_event("user/message", 1, BASE_TIME, data)))
+    row = listing(home)[0]
+    assert (row["title"], row["events"], row["size"]) == ("now there is a title", 2, path.stat().st_size)
+
+    # Earlier bytes are not re-read on append: an in-place edit of the old line stays unseen.
+    raw = path.read_bytes().replace(b"now there", b"now THERE")
+    path.write_bytes(raw + encode_event(make_event("user/message", 2, BASE_TIME, data)))
+    row = listing(home)[0]
+    assert (row["title"], row["events"]) == ("now there is a title", 3)
+
+
+def test_shrunk_or_replaced_file_is_rescanned(home: Path) -> None:
+    write_session(home, "s", user_texts=("one", "two", "three"))
+    assert listing(home)[0]["events"] == 4
+    write_session(home, "t", user_texts=("other",), name="s")
+    row = listing(home)[0]
+    assert (row["id"], row["title"], row["events"]) == ("t", "other", 2)
+
+
+def test_damaged_cache_is_ignored(home: Path) -> None:
+    write_session(home, "s", user_texts=("hello",))
+    cache = home / "cache" / "sessions-index.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text('{"version": 1, "files": {"s.jsonl": {"size": "x"}}}')
+    assert listing(home)[0]["title"] == "hello"
+    cache.write_text("[1, 2")
+    assert listing(home)[0]["title"] == "hello"
+
+
+def test_colour_only_on_a_terminal(home: Path) -> None:
+    write_session(home, "s", user_texts=("hello",))
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.run(
+            [str(TOOLSCOPE), "sessions"],
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            env=_environment(home),
+            timeout=60,
+        )
+        output = os.read(controller, 65536).decode()
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert process.returncode == 0
+    assert "\x1b[1m" in output
+    assert "\x1b[" not in toolscope(home, "sessions").stdout
+    with_no_color = subprocess.run(
+        [str(TOOLSCOPE), "sessions"], stdout=subprocess.PIPE, env=_environment(home, NO_COLOR="1"), timeout=60
+    )
+    assert b"\x1b[" not in with_no_color.stdout
+
+
+# --- language ------------------------------------------------------------------------------------
+
+
+def test_lang_option_before_or_after_the_command(home: Path) -> None:
+    for args in (("--lang", "zh_CN", "sessions"), ("sessions", "--lang=zh_CN")):
+        result = toolscope(home, *args)
+        assert (result.returncode, result.stdout) == (0, "还没有会话。\n")
+
+
+def test_language_from_config_then_environment(home: Path) -> None:
+    assert toolscope(home, "sessions", LANG="zh_CN.UTF-8").stdout == "还没有会话。\n"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[defaults]\nlang = "en"\n')
+    assert toolscope(home, "sessions", LANG="zh_CN.UTF-8").stdout == "No sessions yet.\n"
+    assert toolscope(home, "--lang", "zh_CN", "sessions").stdout == "还没有会话。\n"
+
+
+def test_chinese_table_and_help(home: Path) -> None:
+    write_session(home, "s", user_texts=("你好，世界",))
+    result = toolscope(home, "--lang", "zh_CN", "sessions")
+    assert result.returncode == 0
+    header, row, total = result.stdout.splitlines()
+    assert header.split() == ["ID", "创建时间", "标题", "事件数", "大小"]
+    assert "你好，世界" in row and "字节" in row
+    assert total == "共 1 个会话"
+    helped = toolscope(home, "--lang", "zh_CN", "--help")
+    assert helped.stdout.startswith("用法：toolscope")
+    assert "列出已保存的会话" in helped.stdout
+
+
+def test_unsupported_language_is_a_usage_error(home: Path) -> None:
+    result = toolscope(home, "--lang", "fr", "sessions")
+    assert result.returncode == 2
+    assert "unsupported language 'fr' (available: en, zh_CN)" in result.stderr
+
+
+# --- config errors -----------------------------------------------------------------------------
+
+
+def test_bad_config_is_one_line_and_exit_2(home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[defaults]\nrout = "offline/demo"\n')
+    line = assert_one_line_error(toolscope(home, "--config", str(config), "sessions"), 2)
+    assert line == f"toolscope: error: {config}: [defaults] unknown key 'rout'"
+
+
+def test_config_from_environment_variable(home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "env.toml"
+    config.write_text("[plugins]\nenabled = 3\n")
+    line = assert_one_line_error(toolscope(home, "sessions", TOOLSCOPE_CONFIG=str(config)), 2)
+    assert line.endswith("[plugins] enabled: expected an array")
+
+
+def test_default_config_is_read_from_the_data_dir(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("[defaults\n")
+    line = assert_one_line_error(toolscope(home, "sessions"), 2)
+    assert "config.toml: invalid TOML" in line
+
+
+def test_missing_named_config_is_an_error(home: Path, tmp_path: Path) -> None:
+    line = assert_one_line_error(toolscope(home, "--config", str(tmp_path / "none.toml"), "sessions"), 2)
+    assert line.endswith("none.toml: config file not found")
+    line = assert_one_line_error(toolscope(home, "sessions", TOOLSCOPE_CONFIG=str(tmp_path / "gone.toml")), 2)
+    assert line.endswith("gone.toml: config file not found")
+
+
+def test_config_error_in_chinese(home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[defaults]\nrout = "x"\n')
+    line = assert_one_line_error(toolscope(home, "--lang", "zh_CN", "--config", str(config), "sessions"), 2)
+    assert line == f"toolscope：错误：{config}: [defaults] 未知的键 'rout'"

@@ -1,0 +1,87 @@
+"""Nothing headless imports Textual (DESIGN §1), and `--version` imports nothing heavy at all.
+
+Both checks run in a fresh interpreter: the test process itself has Textual loaded by the
+snapshot plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app import __version__
+
+TOOLSCOPE = Path(sys.executable).parent / "toolscope"
+# Every module under these packages is imported, so new modules are covered without edits here.
+HEADLESS_PACKAGES = ("app.session", "app.llm", "app.tools", "app.agent")
+HEADLESS_MODULES = ("app", "app.__main__", "app.cli", "app.config", "app.i18n", "app.paths")
+HEAVY_FOR_VERSION = (
+    "textual", "rich", "httpx", "pydantic", "pydantic_core", "babel", "argparse", "platformdirs",
+    "tomllib", "app.i18n", "app.config",
+)  # fmt: skip
+
+IMPORT_EVERYTHING_HEADLESS = textwrap.dedent(
+    """
+    import importlib, json, pkgutil, sys
+
+    def reraise(name):
+        raise  # the ImportError pkgutil caught while walking `name`
+
+    names = list(MODULES)
+    for package in PACKAGES:
+        try:
+            module = importlib.import_module(package)
+        except ModuleNotFoundError as error:
+            if error.name == package:  # a layer that does not exist yet
+                continue
+            raise
+        names.append(package)
+        names += [info.name for info in pkgutil.walk_packages(module.__path__, package + ".", reraise)]
+    for name in names:
+        importlib.import_module(name)
+    textual = sorted(name for name in sys.modules if name == "textual" or name.startswith("textual."))
+    print(json.dumps({"imported": names, "textual": textual}))
+    """
+)
+
+
+def test_headless_modules_do_not_import_textual() -> None:
+    script = f"MODULES = {HEADLESS_MODULES!r}\nPACKAGES = {HEADLESS_PACKAGES!r}\n{IMPORT_EVERYTHING_HEADLESS}"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "app.session.events" in report["imported"] and "app.session.listing" in report["imported"]
+    assert report["textual"] == [], f"headless imports pulled in Textual: {report['textual']}"
+
+
+def _imported_modules(importtime_report: str) -> set[str]:
+    """Module names from `python -X importtime` output (`import time: self | cumulative | name`)."""
+    names = set()
+    for line in importtime_report.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                names.add(name)
+    return names
+
+
+@pytest.mark.parametrize(
+    "command",
+    [pytest.param([str(TOOLSCOPE)], id="console-script"), pytest.param(["-m", "app"], id="python-m-app")],
+)
+def test_version_imports_nothing_heavy(command: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *command, "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert (result.returncode, result.stdout) == (0, f"toolscope {__version__}\n")
+    imported = _imported_modules(result.stderr)
+    assert "app.cli" in imported
+    heavy = sorted(
+        name for name in imported if any(name == root or name.startswith(root + ".") for root in HEAVY_FOR_VERSION)
+    )
+    assert heavy == [], f"`toolscope --version` imported {heavy}"
