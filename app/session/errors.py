@@ -29,9 +29,10 @@ class UnsupportedFormatError(SessionFileError):
 class SessionLockedError(SessionError):
     """Another writer holds the session; it may still be opened read-only."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, reason: str | None = None) -> None:
         self.path = Path(path)
-        super().__init__(str(self.path))
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}" if reason else str(self.path))
 
 
 class SessionNotFoundError(SessionError):

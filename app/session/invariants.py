@@ -1,0 +1,281 @@
+"""The cross-event rules of a session log (DESIGN §2), checked one event at a time.
+
+The reader feeds every event it parses through an `InvariantChecker`; the writer asks the same
+checker before it writes, so a log that breaks an invariant can be neither read nor written. The
+checker also knows what a crash left open (turn, step, tool calls), which the writer repairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.i18n import _
+from app.session.events import (
+    AssistantMessage,
+    DeveloperMessage,
+    Envelope,
+    InstructionsUpdate,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCall,
+    ToolCallContent,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+)
+
+# Events that happen inside a model step and carry its `turn` and `step`.
+STEP_EVENT_TYPES = frozenset(
+    {"assistant/message", "tool/call", "tool/result", "agent/request-error", "llm/retry"}
+)
+
+
+class InvalidEventError(ValueError):
+    """An event the writer refuses: it is malformed or breaks an invariant of the log."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A tool call of the open step without a result: `started` once its `tool/call` was logged."""
+
+    call_id: str
+    name: str
+    arguments: str
+    started: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _LoggedCall:
+    seq: int
+    turn: int
+    name: str
+
+
+class InvariantChecker:
+    """Validates events in log order. `check` is pure; `apply` records an event that passed."""
+
+    def __init__(self) -> None:
+        self._types: list[str] = []  # event type by seq, to name what a headerSeq points at
+        self._header_tools: dict[int, frozenset[str]] = {}
+        self._calls: dict[str, _LoggedCall] = {}
+        self._results: dict[str, int] = {}
+        self._last_turn = 0
+        self._open_turn: int | None = None
+        self._last_step = 0
+        self._open_step: int | None = None
+        self._pending: dict[str, PendingCall] = {}
+
+    @property
+    def next_seq(self) -> int:
+        return len(self._types)
+
+    @property
+    def open_turn(self) -> int | None:
+        return self._open_turn
+
+    @property
+    def open_step(self) -> int | None:
+        return self._open_step
+
+    def pending_calls(self) -> tuple[PendingCall, ...]:
+        """Tool calls of the open step that have no result yet, in the order they appeared."""
+        return tuple(self._pending.values())
+
+    def feed(self, event: Envelope) -> None:
+        """Check and apply; raise InvalidEventError if the event breaks an invariant."""
+        reason = self.check(event)
+        if reason is not None:
+            raise InvalidEventError(reason)
+        self.apply(event)
+
+    # --- checking ------------------------------------------------------------------------------------
+
+    def check(self, event: Envelope) -> str | None:
+        """Why `event` cannot come next in the log, or None if it can."""
+        if event.seq != len(self._types):
+            return self._seq_reason(event.seq)
+        type_ = event.type
+        if type_ in _IN_STEP_TYPES:
+            data = event.data  # type: ignore[attr-defined]
+            if self._open_step is None:
+                return _("{type} outside a step").format(type=type_)
+            if data.step != self._open_step or data.turn != self._open_turn:
+                return _("{type} names turn {turn} step {step}, but turn {open_turn} step {open_step} is open").format(
+                    type=type_, turn=data.turn, step=data.step,
+                    open_turn=self._open_turn, open_step=self._open_step,
+                )
+        specific = _CHECKS.get(type_)
+        return specific(self, event) if specific is not None else None
+
+    def _seq_reason(self, seq: int) -> str:
+        expected = self.next_seq
+        if expected == 0:
+            return _("the first event must have seq 0, found {seq}").format(seq=seq)
+        if seq < expected:
+            return _("seq {seq} repeats an earlier event (expected {expected})").format(
+                seq=seq, expected=expected
+            )
+        return _("seq jumps from {previous} to {seq}: events are missing").format(
+            previous=expected - 1, seq=seq
+        )
+
+    def _check_turn_start(self, event: TurnStart) -> str | None:
+        turn = event.data.turn
+        if self._open_turn is not None:
+            return _("turn/start while turn {turn} is still open").format(turn=self._open_turn)
+        if turn != self._last_turn + 1:
+            return _("turn/start numbers turn {turn}, expected {expected}").format(
+                turn=turn, expected=self._last_turn + 1
+            )
+        return None
+
+    def _check_turn_end(self, event: TurnEnd) -> str | None:
+        turn = event.data.turn
+        if self._open_turn is None:
+            return _("turn/end with no open turn")
+        if turn != self._open_turn:
+            return _("turn/end names turn {turn}, but turn {open} is open").format(
+                turn=turn, open=self._open_turn
+            )
+        if self._open_step is not None:
+            return _("turn/end while step {step} is still open").format(step=self._open_step)
+        return None
+
+    def _check_step_start(self, event: StepStart) -> str | None:
+        turn, step = event.data.turn, event.data.step
+        if self._open_turn is None:
+            return _("step/start outside a turn")
+        if turn != self._open_turn:
+            return _("step/start names turn {turn}, but turn {open} is open").format(
+                turn=turn, open=self._open_turn
+            )
+        if self._open_step is not None:
+            return _("step/start while step {step} is still open").format(step=self._open_step)
+        if step != self._last_step + 1:
+            return _("step/start numbers step {step}, expected {expected}").format(
+                step=step, expected=self._last_step + 1
+            )
+        return None
+
+    def _check_call(self, event: ToolCall) -> str | None:
+        earlier = self._calls.get(event.data.call_id)
+        if earlier is not None:
+            return _("callId {id!r} was already used by the tool/call at seq {seq}").format(
+                id=event.data.call_id, seq=earlier.seq
+            )
+        return None
+
+    def _check_result(self, event: ToolResult) -> str | None:
+        call_id = event.data.call_id
+        call = self._calls.get(call_id)
+        if call is None:
+            return _("tool/result answers callId {id!r}, which has no earlier tool/call").format(id=call_id)
+        if call.turn != event.data.turn:
+            return _("tool/result in turn {turn} answers callId {id!r}, a tool/call of turn {call_turn}").format(
+                turn=event.data.turn, id=call_id, call_turn=call.turn
+            )
+        if call_id in self._results:
+            return _("callId {id!r} already has a tool/result (seq {seq})").format(
+                id=call_id, seq=self._results[call_id]
+            )
+        if call.name != event.data.name:
+            return _("tool/result names tool {name!r}, but the tool/call {id!r} was to {call_name!r}").format(
+                name=event.data.name, id=call_id, call_name=call.name
+            )
+        return None
+
+    def _check_developer(self, event: DeveloperMessage) -> str | None:
+        message = event.data
+        if isinstance(message, InstructionsUpdate):
+            return self._check_header_seq(message.header_seq)
+        for addition in message.additions:
+            reason = self._check_header_seq(addition.header_seq)
+            if reason is not None:
+                return reason
+            if addition.name not in self._header_tools[addition.header_seq]:
+                return _("tool {name!r} is not in the tools of the request/header at seq {seq}").format(
+                    name=addition.name, seq=addition.header_seq
+                )
+        return None
+
+    def _check_header_seq(self, header_seq: int) -> str | None:
+        if header_seq >= self.next_seq:
+            return _("headerSeq {seq} points at no earlier event").format(seq=header_seq)
+        if header_seq not in self._header_tools:
+            return _("headerSeq {seq} points at a {type} event, not a request/header").format(
+                seq=header_seq, type=self._types[header_seq]
+            )
+        return None
+
+    # --- applying ------------------------------------------------------------------------------------
+
+    def apply(self, event: Envelope) -> None:
+        """Record an event that `check` accepted."""
+        self._types.append(event.type)
+        specific = _APPLIERS.get(event.type)
+        if specific is not None:
+            specific(self, event)
+
+    def _start_turn(self, event: TurnStart) -> None:
+        self._open_turn = self._last_turn = event.data.turn
+        self._last_step = 0
+
+    def _end_turn(self, event: TurnEnd) -> None:
+        self._open_turn = None
+
+    def _start_step(self, event: StepStart) -> None:
+        self._open_step = self._last_step = event.data.step
+
+    def _end_step(self, event: StepEnd) -> None:
+        self._open_step = None
+        self._pending.clear()
+
+    def _record_header(self, event: RequestHeader) -> None:
+        self._header_tools[event.seq] = frozenset(tool.name for tool in event.data.tools)
+
+    def _record_assistant(self, event: AssistantMessage) -> None:
+        for part in event.data.content:
+            if isinstance(part, ToolCallContent) and part.call_id not in self._calls:
+                self._pending.setdefault(
+                    part.call_id, PendingCall(part.call_id, part.name, part.arguments, started=False)
+                )
+
+    def _record_call(self, event: ToolCall) -> None:
+        data = event.data
+        self._calls[data.call_id] = _LoggedCall(event.seq, data.turn, data.name)
+        self._pending[data.call_id] = PendingCall(data.call_id, data.name, data.arguments, started=True)
+
+    def _record_result(self, event: ToolResult) -> None:
+        self._results[event.data.call_id] = event.seq
+        self._pending.pop(event.data.call_id, None)
+
+
+# step/end closes the open step, so it must name it like the events inside a step.
+_IN_STEP_TYPES = STEP_EVENT_TYPES | {"step/end"}
+
+_CHECKS: dict[str, Callable[[InvariantChecker, Any], str | None]] = {
+    "turn/start": InvariantChecker._check_turn_start,
+    "turn/end": InvariantChecker._check_turn_end,
+    "step/start": InvariantChecker._check_step_start,
+    "tool/call": InvariantChecker._check_call,
+    "tool/result": InvariantChecker._check_result,
+    "developer/message": InvariantChecker._check_developer,
+}
+
+_APPLIERS: dict[str, Callable[[InvariantChecker, Any], None]] = {
+    "turn/start": InvariantChecker._start_turn,
+    "turn/end": InvariantChecker._end_turn,
+    "step/start": InvariantChecker._start_step,
+    "step/end": InvariantChecker._end_step,
+    "request/header": InvariantChecker._record_header,
+    "assistant/message": InvariantChecker._record_assistant,
+    "tool/call": InvariantChecker._record_call,
+    "tool/result": InvariantChecker._record_result,
+}
