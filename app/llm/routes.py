@@ -1,11 +1,22 @@
-"""The route catalog (DESIGN §5): which dialect, model and endpoint a route uses, and what it can do
-with tool changes inside the history."""
+"""The route catalog (DESIGN §5): which dialect, model and endpoint a route uses, and what it can
+do with tool changes inside the history.
+
+The built-in entries are listed here; `config.toml` `[[routes]]` tables override their keys or add
+routes (`load_catalog`). Validation is strict because a typo in a capability key would silently
+change what every request declares: an unknown key or a bad value is a `RouteConfigError` that
+names the route and the key.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import difflib
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.i18n import N_, _
 
 Dialect = Literal["deepseek-chat", "anthropic-messages", "openai-sdk", "offline"]
 ToolUpdateMode = Literal["none", "addition-only", "in-history"]
@@ -15,7 +26,13 @@ DEFAULT_TOOL_UPDATE_BETA = "mid-conversation-tool-changes-2026-07-01"
 DEFAULT_BETA_HEADER = "anthropic-beta"
 
 
+def _openai_sdk_rule() -> str:
+    return _('openai-sdk routes can only use tool_update = "none"')
+
+
 class Route(BaseModel):
+    """One catalog entry. `label` is the English display name; show it with `display_label`."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     id: str = Field(min_length=1)
@@ -27,3 +44,335 @@ class Route(BaseModel):
     system_prompt: SystemPromptMode = "top"
     tool_update_beta: str = DEFAULT_TOOL_UPDATE_BETA
     beta_header: str = DEFAULT_BETA_HEADER
+    context_window: int = Field(default=128_000, gt=0)
+    max_output_tokens: int = Field(default=8_192, gt=0)
+    label: str = ""
+
+    @model_validator(mode="after")
+    def _openai_sdk_declares_no_mode(self) -> Route:
+        # The library-backed route cannot put tool changes into the history (seed 000: `pi-ai`).
+        if self.dialect == "openai-sdk" and self.tool_update != "none":
+            raise ValueError(_openai_sdk_rule())
+        return self
+
+    @property
+    def sends_tool_updates(self) -> bool:
+        """Whether requests on this route may carry update blocks and `defer_loading` at all.
+
+        Checks the dialect too, so a route copied with `model_copy(update=…)` (which skips
+        validation) still never sends updates over the openai-sdk client.
+        """
+        return self.tool_update != "none" and self.dialect != "openai-sdk"
+
+    @property
+    def system_in_history(self) -> bool:
+        """Later instructions travel as text blocks in the history (the top text stays the first).
+
+        Only on routes that send updates: a `none` route has no blocks, so its current text goes on
+        top.
+        """
+        return self.system_prompt == "in-history" and self.sends_tool_updates
+
+    @property
+    def display_label(self) -> str:
+        """The label in the current language (built-in labels are in the catalogs), or the id."""
+        return _(self.label) if self.label else self.id
+
+
+BUILTIN_ROUTES: tuple[Route, ...] = (
+    Route(
+        id="deepseek/deepseek-flash",
+        label=N_("DeepSeek V4 Flash"),
+        dialect="deepseek-chat",
+        model="deepseek-v4-flash",
+        base_url="https://api.deepseek.com",
+        api_key_env="DEEPSEEK_API_KEY",
+        tool_update="addition-only",
+        system_prompt="top",
+        context_window=1_000_000,
+        max_output_tokens=384_000,
+    ),
+    Route(
+        id="deepseek/deepseek-pro",
+        label=N_("DeepSeek V4 Pro"),
+        dialect="deepseek-chat",
+        model="deepseek-v4-pro",
+        base_url="https://api.deepseek.com",
+        api_key_env="DEEPSEEK_API_KEY",
+        tool_update="addition-only",
+        system_prompt="top",
+        context_window=1_000_000,
+        max_output_tokens=384_000,
+    ),
+    Route(
+        id="anthropic/claude-sonnet",
+        label=N_("Claude Sonnet"),
+        dialect="anthropic-messages",
+        model="claude-sonnet-4-6",
+        base_url="https://api.anthropic.com",
+        api_key_env="ANTHROPIC_API_KEY",
+        tool_update="in-history",
+        system_prompt="in-history",
+        context_window=200_000,
+        max_output_tokens=64_000,
+    ),
+    Route(
+        id="anthropic/deepseek",
+        label=N_("DeepSeek V4 Flash (Anthropic API)"),
+        dialect="anthropic-messages",
+        model="deepseek-v4-flash",
+        base_url="https://api.deepseek.com/anthropic",
+        api_key_env="DEEPSEEK_API_KEY",
+        tool_update="in-history",
+        system_prompt="in-history",
+        context_window=1_000_000,
+        max_output_tokens=384_000,
+    ),
+    Route(
+        id="openai/gpt",
+        label=N_("OpenAI GPT"),
+        dialect="openai-sdk",
+        model="gpt-5",
+        base_url="https://api.openai.com/v1",
+        api_key_env="OPENAI_API_KEY",
+        tool_update="none",
+        system_prompt="top",
+        context_window=400_000,
+        max_output_tokens=128_000,
+    ),
+    Route(
+        id="offline/demo",
+        label=N_("Offline demo model"),
+        dialect="offline",
+        model="toolscope-demo",
+        # Never dialled: the offline transport answers in-process. `.invalid` cannot resolve.
+        base_url="http://offline.invalid",
+        api_key_env=None,
+        tool_update="in-history",
+        system_prompt="in-history",
+        context_window=32_768,
+        max_output_tokens=4_096,
+    ),
+)
+
+
+class RouteConfigError(Exception):
+    """A `[[routes]]` table that cannot be used, or an unknown route id (the CLI exits with 2)."""
+
+    def __init__(
+        self, message: str, *, route_id: str | None = None, key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.route_id = route_id
+        self.key = key
+
+
+class UnknownRouteError(RouteConfigError):
+    """A route id the catalog does not have."""
+
+
+class RouteCatalog:
+    """The routes in catalog order (built-ins first, then added ones), looked up by id."""
+
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self._routes: dict[str, Route] = {}
+        for route in routes:
+            if route.id in self._routes:
+                raise ValueError(f"duplicate route id {route.id!r}")
+            self._routes[route.id] = route
+
+    def get(self, route_id: str) -> Route:
+        route = self._routes.get(route_id)
+        if route is None:
+            raise UnknownRouteError(
+                _("unknown route '{route}' (known routes: {known})").format(
+                    route=route_id, known=", ".join(self._routes)
+                ),
+                route_id=route_id,
+            )
+        return route
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self._routes)
+
+    def __iter__(self) -> Iterator[Route]:
+        return iter(self._routes.values())
+
+    def __len__(self) -> int:
+        return len(self._routes)
+
+    def __contains__(self, route_id: object) -> bool:
+        return route_id in self._routes
+
+
+# --- [[routes]] tables ----------------------------------------------------------------------------
+
+ROUTE_KEYS: tuple[str, ...] = tuple(Route.model_fields)
+NEW_ROUTE_KEYS = ("dialect", "model", "base_url")
+"""What a table adding a route must give; the other keys have defaults (the label is the id)."""
+_ROUTE_DEFAULTS = {
+    name: field.default for name, field in Route.model_fields.items() if not field.is_required()
+}
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def load_catalog(overrides: Sequence[Mapping[str, Any]] = ()) -> RouteCatalog:
+    """The built-in catalog with config `[[routes]]` tables applied in order.
+
+    A table whose `id` names a built-in replaces the keys it gives; any other id adds a route after
+    the built-ins. Raises `RouteConfigError` for the first problem found.
+    """
+    routes = {route.id: route for route in BUILTIN_ROUTES}
+    configured: set[str] = set()
+    for number, table in enumerate(overrides, start=1):
+        route_id = _table_id(number, table)
+        if route_id in configured:
+            raise _table_error(route_id, None, _("defined more than once"))
+        configured.add(route_id)
+        values = _checked_values(route_id, table)
+        built_in = routes.get(route_id)
+        if built_in is None:
+            missing = [key for key in NEW_ROUTE_KEYS if key not in values]
+            if missing:
+                raise _table_error(
+                    route_id,
+                    missing[0],
+                    _("a new route needs {keys}; missing '{key}'").format(
+                        keys=", ".join(NEW_ROUTE_KEYS), key=missing[0]
+                    ),
+                )
+            merged = {**_ROUTE_DEFAULTS, "label": route_id, **values}
+        else:
+            merged = {**built_in.model_dump(), **values}
+        _check_combination(route_id, merged)
+        routes[route_id] = Route.model_validate(merged)
+    return RouteCatalog(routes.values())
+
+
+def _table_id(number: int, table: Mapping[str, Any]) -> str:
+    if "id" not in table:
+        raise RouteConfigError(
+            _("[[routes]] table {number}: missing key 'id'").format(number=number), key="id"
+        )
+    route_id = table["id"]
+    if not isinstance(route_id, str) or not route_id.strip():
+        raise RouteConfigError(
+            _("[[routes]] table {number}: 'id' must be a non-empty string").format(number=number),
+            key="id",
+        )
+    return route_id
+
+
+def _table_error(route_id: str, key: str | None, problem: str) -> RouteConfigError:
+    return RouteConfigError(
+        _('[[routes]] id="{route}": {problem}').format(route=route_id, problem=problem),
+        route_id=route_id,
+        key=key,
+    )
+
+
+def _checked_values(route_id: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's values, each checked, in a form `Route` accepts (`api_key_env = ""` → None)."""
+    for key in table:
+        if key not in ROUTE_KEYS:
+            raise _table_error(route_id, key, _unknown_key(key))
+    values: dict[str, Any] = {}
+    for key in ROUTE_KEYS:
+        if key in table:
+            problem = _CHECKS[key](key, table[key])
+            if problem is not None:
+                raise _table_error(route_id, key, problem)
+            values[key] = table[key]
+    if values.get("api_key_env") == "":
+        values["api_key_env"] = None
+    return values
+
+
+def _unknown_key(key: str) -> str:
+    close = difflib.get_close_matches(key, ROUTE_KEYS, n=1)
+    if close:
+        return _("unknown key '{key}' (did you mean '{suggestion}'?)").format(
+            key=key, suggestion=close[0]
+        )
+    return _("unknown key '{key}'").format(key=key)
+
+
+def _check_combination(route_id: str, merged: Mapping[str, Any]) -> None:
+    if merged["dialect"] == "openai-sdk" and merged["tool_update"] != "none":
+        raise _table_error(route_id, "tool_update", _openai_sdk_rule())
+    if merged["max_output_tokens"] > merged["context_window"]:
+        raise _table_error(
+            route_id,
+            "max_output_tokens",
+            _("'max_output_tokens' must not exceed 'context_window'"),
+        )
+
+
+# Each check returns None for a good value, or the problem naming `key`. Values are never echoed
+# back: a misplaced API key must not end up in an error message.
+
+ValueCheck = Callable[[str, Any], str | None]
+
+
+def _one_of(choices: tuple[str, ...]) -> ValueCheck:
+    def check(key: str, value: Any) -> str | None:
+        if isinstance(value, str) and value in choices:
+            return None
+        return _("'{key}' must be one of {choices}").format(key=key, choices=", ".join(choices))
+
+    return check
+
+
+def _non_empty_string(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return None
+    return _("'{key}' must be a non-empty string").format(key=key)
+
+
+def _http_url(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(r"https?://\S+", value):
+        return None
+    return _("'{key}' must be an http:// or https:// URL").format(key=key)
+
+
+def _env_name(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and (value == "" or _ENV_NAME.fullmatch(value)):
+        return None
+    return _("'{key}' must be the name of an environment variable (\"\" for none)").format(key=key)
+
+
+def _header_value(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and "\n" not in value and "\r" not in value:
+        return None
+    return _("'{key}' must be a single-line string (\"\" sends no beta header)").format(key=key)
+
+
+def _header_name(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and (value == "" or _HEADER_NAME.fullmatch(value)):
+        return None
+    return _("'{key}' must be an HTTP header name (\"\" sends no beta header)").format(key=key)
+
+
+def _positive_int(key: str, value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return None
+    return _("'{key}' must be a positive integer").format(key=key)
+
+
+_CHECKS: dict[str, ValueCheck] = {
+    "id": _non_empty_string,
+    "dialect": _one_of(get_args(Dialect)),
+    "model": _non_empty_string,
+    "base_url": _http_url,
+    "api_key_env": _env_name,
+    "tool_update": _one_of(get_args(ToolUpdateMode)),
+    "system_prompt": _one_of(get_args(SystemPromptMode)),
+    "tool_update_beta": _header_value,
+    "beta_header": _header_name,
+    "context_window": _positive_int,
+    "max_output_tokens": _positive_int,
+    "label": _non_empty_string,
+}
