@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from app.i18n import _
 from app.session.errors import SessionCorruptionError
 from app.session.events import Event, SessionHeader, encode_event
+from app.session.fastscan import reduce_raw
 from app.session.history import ToolHistory, ToolHistoryReducer
 from app.session.invariants import InvariantChecker
 from app.session.reader import (
@@ -41,7 +42,6 @@ class Session:
         self._offset = raw.own.offset + len(raw.own.data)
         self._next_line = raw.own.first_line + count_lines(raw.own.data)
         self._history: ToolHistoryReducer | None = None
-        self._history_fed = 0
         self._view: SessionView | None = None
         self._view_fed = 0
 
@@ -87,12 +87,20 @@ class Session:
         return self._checker
 
     def tool_history(self) -> ToolHistory:
-        events = self._parsed()
+        """The tool-history snapshot after the last event.
+
+        Cold, on a session whose events were not parsed yet, only the header and developer-message
+        lines are parsed (`fastscan`); afterwards only events appended since are reduced. Events are
+        contiguous from seq 0 (inherited ones included), so the reducer's `last_seq` indexes them.
+        """
         if self._history is None:
             self._history = ToolHistoryReducer()
-        for event in events[self._history_fed :]:
-            self._history.apply(event)
-        self._history_fed = len(events)
+            if self._events is None:
+                reduce_raw(self.raw.segments, self._history)
+        if self._events is not None:
+            # Parsed events exist only once something read or appended them; feed the new ones.
+            for event in self._events[self._history.last_seq + 1 :]:
+                self._history.apply(event)
         return self._history.snapshot()
 
     def view(self) -> SessionView:
