@@ -101,14 +101,16 @@ def _read_chain(
     path: Path, resolve_parent: ParentResolver | None, visited: frozenset[Path]
 ) -> RawSession:
     try:
-        content = path.read_bytes()
+        # Header line and body read separately: a large body is never copied once more.
+        with path.open("rb") as handle:
+            first_line = handle.readline()
+            body = handle.read()
     except FileNotFoundError:
         raise SessionNotFoundError(str(path)) from None
-    if not content:
+    if not first_line:
         raise SessionCorruptionError(path, 1, _("missing session header: the file is empty"))
-    header_end = content.find(b"\n") + 1 or len(content)
-    header = _parse_header(path, content[:header_end].rstrip(b"\n"))
-    body = content[header_end:]
+    header_end = len(first_line)
+    header = _parse_header(path, first_line.rstrip(b"\n"))
     torn = None
     if body and not body.endswith(b"\n"):
         last_start = body.rfind(b"\n") + 1

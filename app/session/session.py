@@ -40,7 +40,8 @@ class Session:
         self._checker = InvariantChecker()
         # Where the next unread byte of the own file is, and the line number it starts.
         self._offset = raw.own.offset + len(raw.own.data)
-        self._next_line = raw.own.first_line + count_lines(raw.own.data)
+        self._lines_after_read = 0  # lines appended since `raw` was read (see `_next_line`)
+        self._lines_in_raw: int | None = None
         self._history: ToolHistoryReducer | None = None
         self._view: SessionView | None = None
         self._view_fed = 0
@@ -121,7 +122,7 @@ class Session:
             self._checker.feed(event)
             parsed.append(event)
             self._offset += len(encode_event(event))
-            self._next_line += 1
+            self._lines_after_read += 1
         self._events_tuple = None
 
     def refresh(self) -> tuple[Event, ...]:
@@ -154,9 +155,17 @@ class Session:
             added.append(event)
             parsed.append(event)
             self._events_tuple = None
-            self._next_line += 1
+            self._lines_after_read += 1
             self._offset += len(line) + 1
         return tuple(added)
+
+    @property
+    def _next_line(self) -> int:
+        """The 1-based line number of the next unread line; counted only when needed (refresh,
+        error messages), since counting a large file's lines is not free."""
+        if self._lines_in_raw is None:
+            self._lines_in_raw = count_lines(self.raw.own.data)
+        return self.raw.own.first_line + self._lines_in_raw + self._lines_after_read
 
     def _parsed(self) -> list[Event]:
         if self._events is None:

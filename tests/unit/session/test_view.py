@@ -150,3 +150,34 @@ def test_any_split_into_increments_gives_the_same_view():
         assert view.turns == whole.turns
         assert view.items == whole.items
         assert view.history == whole.history
+
+
+def test_design_worked_example_reduces_to_the_expected_snapshot_at_every_request():
+    """DESIGN §5: h0 [read, grep]; +time (d1); −grep (d2); +grep unchanged (d3)."""
+    log = LogBuilder()
+    log.simple_turn([READ, GREP], "h0")
+    log.simple_turn([READ, GREP, TIME], "d1")
+    log.simple_turn([READ, TIME], "d2")
+    log.simple_turn([READ, TIME, GREP], "d3")
+    view = reduce(log)
+    contexts = [i for i in view.items if isinstance(i, ContextItem)]
+    d1, d2, d3 = (c.seq for c in contexts)
+    first_header_seq = view.requests[0].header_seq
+
+    expected = [
+        # (current, [(seq, additions, removals)])
+        ((READ, GREP), []),
+        ((READ, GREP, TIME), [(d1, (TIME,), ())]),
+        ((READ, TIME), [(d1, (TIME,), ()), (d2, (), ("grep",))]),
+        ((READ, TIME, GREP), [(d1, (TIME,), ()), (d2, (), ("grep",)), (d3, (GREP,), ())]),
+    ]
+    assert len(view.requests) == len(expected)
+    for request, (current, updates) in zip(view.requests, expected):
+        history = request.history
+        assert history.sequence == 0
+        assert history.initial == (READ, GREP)
+        assert history.declared == (READ, GREP, TIME)[: 2 + (len(updates) > 0)]
+        assert history.current == current
+        assert history.start_seq == first_header_seq
+        assert [(u.seq, u.additions, u.removals) for u in history.updates] == updates
+        assert history.last_seq == request.seq - 1
