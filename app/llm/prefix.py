@@ -1,0 +1,98 @@
+"""Does a request keep the previous request's cached prefix on the same route? (DESIGN §5)
+
+A provider caches the rendered prefix: the non-deferred declarations, then the top system text,
+then the messages. Deferred declarations are not rendered up front, so adding (or dropping) one
+changes nothing here. The check works on finished wire bodies, so it sees exactly what was (or
+would be) sent, whatever the projection did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.llm.routes import Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixResult:
+    kept: bool
+    first_difference: str | None
+    """A JSON pointer into the newer body (`/tools/1`, `/system`, `/messages/5`), or None when kept.
+    An index one past the end of an array means the newer body lacks that element."""
+
+
+KEPT = PrefixResult(kept=True, first_difference=None)
+
+
+def json_pointer(*tokens: str | int) -> str:
+    """RFC 6901: `~` is written `~0` and `/` is written `~1` inside a token."""
+    return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
+
+
+def prefix_kept(previous: dict[str, Any], body: dict[str, Any], dialect: Dialect) -> PrefixResult:
+    """Compare two bodies of one route in the order the provider renders them."""
+    before, after = _Rendered.of(previous, dialect), _Rendered.of(body, dialect)
+    return (
+        _tools_difference(previous, body)
+        or (_broken(*after.system_pointer) if before.system != after.system else None)
+        or _messages_difference(before.conversation, after.conversation, after.offset)
+        or KEPT
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Rendered:
+    """Where a dialect keeps the top system text, and which messages are conversation."""
+
+    system: Any
+    system_pointer: tuple[str | int, ...]
+    conversation: Sequence[Any]
+    offset: int
+    """Index in `messages` of the first conversation message."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any], dialect: Dialect) -> _Rendered:
+        messages = body.get("messages", [])
+        if dialect == "anthropic-messages":
+            return cls(body.get("system"), ("system",), messages, 0)
+        # The chat wire (deepseek-chat, and the openai-sdk and offline routes sharing it): the top
+        # text is a leading system message with string content; update groups are system messages
+        # with a list of blocks, so they are conversation.
+        if messages and messages[0]["role"] == "system" and isinstance(messages[0]["content"], str):
+            return cls(messages[0]["content"], ("messages", 0), messages[1:], 1)
+        return cls(None, ("messages", 0), messages, 0)
+
+
+def _tools_difference(previous: dict[str, Any], body: dict[str, Any]) -> PrefixResult | None:
+    before = _rendered_tools(previous)
+    after = _rendered_tools(body)
+    for rank, (index, tool) in enumerate(after):
+        if rank >= len(before) or before[rank][1] != tool:
+            return _broken("tools", index)
+    if len(before) > len(after):
+        return _broken("tools", len(body.get("tools", ())))
+    return None
+
+
+def _rendered_tools(body: dict[str, Any]) -> list[tuple[int, Any]]:
+    """(index in `tools`, definition) of every declaration rendered up front."""
+    return [
+        (index, tool)
+        for index, tool in enumerate(body.get("tools", ()))
+        if not tool.get("defer_loading")
+    ]
+
+
+def _messages_difference(
+    before: Sequence[Any], after: Sequence[Any], offset: int
+) -> PrefixResult | None:
+    for index, message in enumerate(before):
+        if index >= len(after) or after[index] != message:
+            return _broken("messages", index + offset)
+    return None
+
+
+def _broken(*tokens: str | int) -> PrefixResult:
+    return PrefixResult(kept=False, first_difference=json_pointer(*tokens))

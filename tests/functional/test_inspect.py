@@ -1,0 +1,340 @@
+"""`toolscope inspect` over a real session file holding DESIGN §5's worked example.
+
+Headers h0 [read, grep]; +time (d1); −grep (d2); +grep unchanged (d3), with turns between. Every
+route of the built-in catalog is inspected; the expectations are grouped by the route's tool-update
+mode, so they hold for whichever routes the catalog ships.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from app.inspect_report import add_parser, inspect_requests, render_text, run
+from app.llm.routes import DEFAULT_BETA_HEADER, DEFAULT_TOOL_UPDATE_BETA, load_catalog
+from app.session.session import Session
+from app.session.store import SessionStore
+from tests.support.builder import LogBuilder, tool
+from tests.unit.llm.test_anthropic_body import assert_valid_anthropic_body
+
+READ, GREP, TIME = tool("read"), tool("grep"), tool("time")
+BETA = f"{DEFAULT_BETA_HEADER}: {DEFAULT_TOOL_UPDATE_BETA}"
+CATALOG = load_catalog()
+MODES = {
+    mode: [route.id for route in CATALOG if route.tool_update == mode]
+    for mode in ("none", "addition-only", "in-history")
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TOOLSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TOOLSCOPE_CONFIG", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return tmp_path / "home"
+
+
+def worked_example() -> tuple[LogBuilder, dict[str, int]]:
+    """The log, and the seq of each developer message (d1, d2, d3)."""
+    log = LogBuilder("worked-example")
+    developer: dict[str, int] = {}
+
+    def header(tools, name: str | None = None) -> None:
+        for event in log.header_for(tools):
+            if event.type == "developer/message":
+                developer[name] = event.seq
+
+    # Requests 1 and 2: h0, a tool round.
+    log.start_turn("read the README")
+    log.start_step()
+    header([READ, GREP])
+    log.assistant("", calls=[("call_1", "read", '{"path": "README.md"}')])
+    log.tool_round("call_1", "read", "# toolscope")
+    log.end_step()
+    log.start_step()
+    header([READ, GREP])
+    log.assistant("It is the README.")
+    log.end_step()
+    log.end_turn()
+    # Request 3: +time.
+    log.start_turn("what time is it?")
+    log.start_step()
+    header([READ, GREP, TIME], "d1")
+    log.assistant("Noon.")
+    log.end_step()
+    log.end_turn()
+    # Request 4: −grep.
+    log.start_turn("no more grep")
+    log.start_step()
+    header([READ, TIME], "d2")
+    log.assistant("Fine.")
+    log.end_step()
+    log.end_turn()
+    # Requests 5 and 6: +grep, unchanged, and a call to it.
+    log.start_turn("grep again")
+    log.start_step()
+    header([READ, TIME, GREP], "d3")
+    log.assistant("", calls=[("call_2", "grep", '{"pattern": "tool"}')])
+    log.tool_round("call_2", "grep", "README.md:1")
+    log.end_step()
+    log.start_step()
+    header([READ, TIME, GREP])
+    log.assistant("Found it.")
+    log.end_step()
+    log.end_turn()
+    return log, developer
+
+
+def write_session(log: LogBuilder, directory: Path) -> Path:
+    with SessionStore(directory).create("/tmp") as writer:
+        for event in log.events:
+            writer.append(event.type, event.data)
+        return writer.path
+
+
+def inspect(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="toolscope")
+    add_parser(parser.add_subparsers())
+    return parser.parse_args(["inspect", *argv])
+
+
+def inspect_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert run(inspect(*argv, "--json")) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    log, developer = worked_example()
+    return write_session(log, tmp_path / "sessions"), developer
+
+
+def declared(route: dict) -> list[tuple[str, str, bool]]:
+    return [(d["name"], d["state"], d["defer_loading"]) for d in route["declarations"]]
+
+
+def blocks(route: dict) -> list[tuple[str, str, int]]:
+    return [(b["type"], b["name"], b["seq"]) for b in route["blocks"]]
+
+
+# --- the worked example, per mode ----------------------------------------------------------------
+
+
+def test_every_catalog_route_and_request_is_reported(example, capsys):
+    path, _developer = example
+    report = inspect_json(capsys, str(path))
+    assert report["session"] == path.stem
+    assert [request["index"] for request in report["requests"]] == [1, 2, 3, 4, 5, 6]
+    assert all(list(r["routes"]) == list(CATALOG.ids) for r in report["requests"])
+    assert all(MODES.values()), "the built-in catalog has a route of every mode"
+    for request in report["requests"]:
+        for route_id, route in request["routes"].items():
+            assert route["fallback"] is None and route["error"] is None
+            if CATALOG.get(route_id).dialect == "anthropic-messages":
+                assert_valid_anthropic_body(route["body"])
+
+
+def test_in_history_routes_keep_the_prefix_at_every_request(example, capsys):
+    path, d = example
+    requests = inspect_json(capsys, str(path))["requests"]
+    for route_id in MODES["in-history"]:
+        routes = [request["routes"][route_id] for request in requests]
+        assert [route["prefix_kept"] for route in routes] == [True] * 6, route_id
+        assert declared(routes[0]) == [("read", "initial", False), ("grep", "initial", False)]
+        assert declared(routes[2]) == [
+            ("read", "initial", False),
+            ("grep", "initial", False),
+            ("time", "added", True),
+        ]
+        assert declared(routes[3]) == [
+            ("read", "initial", False),
+            ("grep", "retained-removed", False),
+            ("time", "added", True),
+        ]
+        assert declared(routes[4]) == declared(routes[2])
+        assert blocks(routes[1]) == []
+        assert blocks(routes[2]) == [("tool_addition", "time", d["d1"])]
+        assert blocks(routes[3]) == [
+            ("tool_addition", "time", d["d1"]),
+            ("tool_removal", "grep", d["d2"]),
+        ]
+        assert blocks(routes[5]) == [
+            ("tool_addition", "time", d["d1"]),
+            ("tool_removal", "grep", d["d2"]),
+            ("tool_addition", "grep", d["d3"]),
+        ]
+        assert [route["beta"] for route in routes] == [None, None, BETA, BETA, BETA, BETA]
+
+
+def test_addition_only_routes_break_the_prefix_at_the_removal(example, capsys):
+    path, d = example
+    requests = inspect_json(capsys, str(path))["requests"]
+    for route_id in MODES["addition-only"]:
+        routes = [request["routes"][route_id] for request in requests]
+        assert [(r["prefix_kept"], r["first_difference"]) for r in routes] == [
+            (True, None),
+            (True, None),
+            (True, None),
+            # grep is no longer declared: the body has [read, time(deferred)], and the second
+            # declaration rendered up front is missing (a pointer one past the end).
+            (False, "/tools/2"),
+            # grep comes back, declared up front again, before the deferred time.
+            (False, "/tools/1"),
+            (True, None),
+        ], route_id
+        assert declared(routes[3]) == [("read", "initial", False), ("time", "added", True)]
+        assert declared(routes[4]) == [
+            ("read", "initial", False),
+            ("grep", "initial", False),
+            ("time", "added", True),
+        ]
+        assert all(blocks(route) == [("tool_addition", "time", d["d1"])] for route in routes[2:])
+        assert [route["beta"] for route in routes] == [None, None, BETA, BETA, BETA, BETA]
+
+
+def test_none_routes_change_declarations_and_send_no_updates(example, capsys):
+    path, _developer = example
+    requests = inspect_json(capsys, str(path))["requests"]
+    for route_id in MODES["none"]:
+        routes = [request["routes"][route_id] for request in requests]
+        assert [[name for name, _state, _deferred in declared(r)] for r in routes] == [
+            ["read", "grep"],
+            ["read", "grep"],
+            ["read", "grep", "time"],
+            ["read", "time"],
+            ["read", "time", "grep"],
+            ["read", "time", "grep"],
+        ]
+        assert not any(deferred for route in routes for _n, _s, deferred in declared(route))
+        assert all(route["blocks"] == [] and route["beta"] is None for route in routes)
+        assert [(r["prefix_kept"], r["first_difference"]) for r in routes] == [
+            (True, None),
+            (True, None),
+            (False, "/tools/2"),
+            (False, "/tools/1"),
+            (False, "/tools/2"),
+            (True, None),
+        ]
+        assert all("defer_loading" not in t for r in routes for t in r["body"].get("tools", []))
+
+
+def test_block_positions_point_at_the_system_message_in_the_body(example, capsys):
+    path, _developer = example
+    request = inspect_json(capsys, str(path))["requests"][5]
+    for route_id in MODES["in-history"] + MODES["addition-only"]:
+        route = request["routes"][route_id]
+        for block in route["blocks"]:
+            message = route["body"]["messages"][block["position"]]
+            assert message["role"] == "system"
+            reference = {"type": "tool_reference", "name": block["name"]}
+            assert {"type": block["type"], "tool": reference} in message["content"]
+
+
+# --- options -------------------------------------------------------------------------------------
+
+
+def test_one_request_on_chosen_routes_still_compares_with_the_previous_one(example, capsys):
+    path, _developer = example
+    chosen = [MODES["addition-only"][0], MODES["none"][0]]
+    argv = ["--request", "4", "--route", chosen[0], "--route", chosen[1], "--route", chosen[0]]
+    report = inspect_json(capsys, str(path), *argv)
+    assert [request["index"] for request in report["requests"]] == [4]
+    routes = report["requests"][0]["routes"]
+    assert list(routes) == chosen
+    assert routes[chosen[0]]["first_difference"] == "/tools/2"
+    assert routes[chosen[1]]["first_difference"] == "/tools/1"
+
+
+def test_the_first_request_keeps_its_prefix(example, capsys):
+    path, _developer = example
+    report = inspect_json(capsys, str(path), "--request", "1")
+    assert all(route["prefix_kept"] for route in report["requests"][0]["routes"].values())
+
+
+def test_a_session_id_is_looked_up_in_the_sessions_dir(isolated_home, capsys):
+    log, _developer = worked_example()
+    path = write_session(log, isolated_home / "sessions")
+    assert inspect_json(capsys, path.stem, "--request", "2")["session"] == path.stem
+
+
+def test_text_report_is_aligned_and_plain_off_a_terminal(example, capsys):
+    path, _developer = example
+    route_id = MODES["addition-only"][0]
+    assert run(inspect(str(path), "--request", "4", "--route", route_id)) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[" not in out
+    assert "Request 4 · turn 3, step 1" in out
+    assert route_id in out
+    assert "broken at /tools/2" in out
+    assert "anthropic-beta: mid-conversation-tool-changes-2026-07-01" in out
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("Declarations"))
+    read_row, time_row = lines[first], lines[first + 1]
+    assert read_row.index("read") == time_row.index("time")
+    assert read_row.index("initial") == time_row.index("added")
+    assert all(line == line.rstrip() for line in lines)
+    assert '"model": "deepseek-v4-' in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--route", "nowhere/none"], "unknown route 'nowhere/none'"),
+        (["--request", "7"], "request 7 is out of range: the session has 6 requests"),
+        (["--request", "0"], "request 0 is out of range"),
+    ],
+)
+def test_usage_errors_exit_2(example, capsys, argv, message):
+    path, _developer = example
+    assert run(inspect(str(path), *argv)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert message in captured.err
+
+
+def test_a_corrupt_session_is_reported_without_a_traceback(example, capsys):
+    path, _developer = example
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[5] = b'{"type":"user/message","seq":5,"time":1,"data":{"id":"u9"}}\n'
+    path.write_bytes(b"".join(lines))
+    assert run(inspect(str(path), "--json")) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{path}:6" in captured.err
+    assert "Traceback" not in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_missing_session_exits_1(capsys):
+    assert run(inspect("no-such-session")) == 1
+    assert "no-such-session" in capsys.readouterr().err
+
+
+def test_text_report_colours_only_when_asked(example):
+    path, _developer = example
+    requests = Session.open(path).view().requests
+    reports = inspect_requests(requests, [CATALOG.get(MODES["none"][0])], only=3)
+    assert "\x1b[31m" in render_text(path.stem, len(requests), reports, color=True)
+    assert "\x1b[" not in render_text(path.stem, len(requests), reports, color=False)
+
+
+def test_a_request_without_history_falls_back_on_routes_that_send_updates(tmp_path, capsys):
+    log = LogBuilder("no-header")
+    log.start_turn("hi")
+    log.start_step()
+    log.assistant("hello")
+    log.end_step()
+    log.end_turn()
+    path = write_session(log, tmp_path / "sessions")
+    routes = inspect_json(capsys, str(path))["requests"][0]["routes"]
+    assert all(routes[route_id]["fallback"] == "no-history" for route_id in MODES["in-history"])
+    assert all(routes[route_id]["fallback"] is None for route_id in MODES["none"])
+    assert run(inspect(str(path), "--route", MODES["in-history"][0])) == 0
+    out = capsys.readouterr().out
+    assert "No tool history came with this request" in out
+    lines = out.splitlines()
+    report = lines[: next(i for i, line in enumerate(lines) if line.strip() == "Wire body")]
+    assert max(len(line) for line in report) <= 100
