@@ -317,8 +317,49 @@ def _print_sessions_json(summaries: list[SessionSummary]) -> None:
     print(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
+def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = subparsers.add_parser(
+        "inspect",
+        parents=[shared],
+        help=_("show what each route receives for each request of a session"),
+        description=_(
+            "For each model request of a session, show per route the declared tools, the tool "
+            "update blocks, the beta header, any fallback, whether the cached prefix of the "
+            "previous request is kept, and the full wire body."
+        ),
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "session", metavar=_("SESSION"), help=_("a session id (in the sessions dir) or a file path")
+    )
+    parser.add_argument(
+        "--request",
+        type=int,
+        metavar="N",
+        help=_("only request N (numbered from 1 in log order)"),
+    )
+    parser.add_argument(
+        "--route",
+        action="append",
+        dest="routes",
+        metavar="R",
+        help=_("only route R (repeatable; default: every route of the catalog)"),
+    )
+    parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
+    parser.set_defaults(handler=_inspect)
+
+
+def _inspect(options: argparse.Namespace, config: Config | None) -> int:
+    from app.inspect_report import run
+
+    return run(options, config)
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_sessions,
+    _add_inspect,
 )
 
 

@@ -50,42 +50,6 @@ TEXT_WIDTH = 100
 # --- the command ---------------------------------------------------------------------------------
 
 
-def add_parser(
-    subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser | None = None
-) -> argparse.ArgumentParser:
-    """Add `inspect`; `shared` carries the global options a subcommand also accepts."""
-    parser = subparsers.add_parser(
-        "inspect",
-        parents=[shared] if shared is not None else [],
-        help=_("show what each route receives for each request of a session"),
-        description=_(
-            "For each model request of a session, show per route the declared tools, the tool "
-            "update blocks, the beta header, any fallback, whether the cached prefix of the "
-            "previous request is kept, and the full wire body."
-        ),
-        allow_abbrev=False,
-    )
-    parser.add_argument(
-        "session", metavar=_("SESSION"), help=_("a session id (in the sessions dir) or a file path")
-    )
-    parser.add_argument(
-        "--request",
-        type=int,
-        metavar="N",
-        help=_("only request N (numbered from 1 in log order)"),
-    )
-    parser.add_argument(
-        "--route",
-        action="append",
-        dest="routes",
-        metavar="R",
-        help=_("only route R (repeatable; default: every route of the catalog)"),
-    )
-    parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
-    parser.set_defaults(handler=run)
-    return parser
-
-
 def run(args: argparse.Namespace, config: Config | None = None) -> int:
     """Exit 0 on success, 1 when the session cannot be read, 2 for a usage or config error."""
     try:

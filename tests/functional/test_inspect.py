@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from app.inspect_report import add_parser, inspect_requests, render_text, run
+from app.cli import _build_parser
+from app.inspect_report import inspect_requests, render_text, run
 from app.llm.routes import DEFAULT_BETA_HEADER, DEFAULT_TOOL_UPDATE_BETA, load_catalog
 from app.session.session import Session
 from app.session.store import SessionStore
@@ -96,9 +100,8 @@ def write_session(log: LogBuilder, directory: Path) -> Path:
 
 
 def inspect(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="toolscope")
-    add_parser(parser.add_subparsers())
-    return parser.parse_args(["inspect", *argv])
+    """The options `toolscope inspect ARGV` parses to, through the real command-line parser."""
+    return _build_parser().parse_args(["inspect", *argv])
 
 
 def inspect_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
@@ -338,3 +341,24 @@ def test_a_request_without_history_falls_back_on_routes_that_send_updates(tmp_pa
     lines = out.splitlines()
     report = lines[: next(i for i, line in enumerate(lines) if line.strip() == "Wire body")]
     assert max(len(line) for line in report) <= 100
+
+
+def test_the_toolscope_command_prints_the_same_report(example, capsys, tmp_path):
+    """The installed console command, in a subprocess, with a session id looked up under TOOLSCOPE_HOME."""
+    path, _ = example
+    home = tmp_path / "home"
+    (home / "sessions").mkdir(parents=True)
+    (home / "sessions" / path.name).write_bytes(path.read_bytes())
+    env = {k: v for k, v in os.environ.items() if k not in ("TOOLSCOPE_CONFIG", "LC_ALL", "LC_MESSAGES")}
+    env.update(TOOLSCOPE_HOME=str(home), LANG="C.UTF-8")
+    command = Path(sys.executable).parent / "toolscope"
+    result = subprocess.run(
+        [str(command), "inspect", path.stem, "--json", "--route", "offline/demo"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == inspect_json(capsys, str(path), "--route", "offline/demo")
+    missing = subprocess.run(
+        [str(command), "inspect", "no-such-session"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr and missing.stderr.strip()
