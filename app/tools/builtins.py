@@ -1,0 +1,449 @@
+"""Built-in tools: read_file, list_dir, search_text (read-only), write_file, run_command.
+
+Every path a tool touches is confined to the workspace: the working directory plus any extra
+roots configured. Paths are resolved with symlinks followed before the check, so `..`, absolute
+paths and symlinks that lead outside all fail with `PATH_OUTSIDE_WORKSPACE`. (The check happens
+when the tool runs; a file swapped for a symlink between the check and the use is not caught.)
+
+`write_file` and `run_command` ask the `Approver` first and do nothing when refused.
+`run_command` is not confined: it starts in the working directory, but the command itself can
+do anything the user can — the approval prompt is the guard.
+
+Outputs are bounded by `OutputLimits` and end with an explicit notice when cut.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from app.i18n import _, ngettext
+from app.tools.approval import ApprovalRequest
+from app.tools.registry import (
+    OutputLimits,
+    Tool,
+    ToolContext,
+    ToolErrorCode,
+    ToolFailure,
+    bound_text,
+    with_notice,
+)
+
+BINARY_SNIFF_BYTES = 8192
+SEARCH_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+SEARCH_MAX_FILE_BYTES = 8 * 1024 * 1024
+SEARCH_MAX_FILES = 20_000
+SEARCH_MAX_LINE_CHARS = 300
+APPROVAL_DETAIL_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where the file tools may look and write: `root` (the working directory) and extra roots."""
+
+    root: Path
+    extra_roots: Sequence[Path] = ()
+    roots: tuple[Path, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        resolved = tuple(Path(p).resolve() for p in (self.root, *self.extra_roots))
+        object.__setattr__(self, "root", resolved[0])
+        object.__setattr__(self, "roots", resolved)
+
+    def resolve(self, raw: str) -> Path:
+        """`raw` (relative to the root, or absolute) resolved, or `ToolFailure` if it leads out."""
+        path = (self.root / Path(raw).expanduser()).resolve()
+        if not any(path.is_relative_to(root) for root in self.roots):
+            raise ToolFailure(
+                ToolErrorCode.PATH_OUTSIDE_WORKSPACE,
+                f"{raw!r} resolves to {path}, which is outside the workspace "
+                f"({', '.join(str(root) for root in self.roots)})",
+            )
+        return path
+
+    def contains(self, path: Path) -> bool:
+        resolved = path.resolve()
+        return any(resolved.is_relative_to(root) for root in self.roots)
+
+    def display(self, path: Path) -> str:
+        """A path as the model should see it: relative to the root when inside it."""
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+
+
+@dataclass(frozen=True)
+class CommandSettings:
+    """`run_command` timeouts in seconds: the default, and the most a call may ask for."""
+
+    default_timeout: float = 120.0
+    max_timeout: float = 600.0
+
+
+def builtin_tools(
+    workspace: Workspace,
+    limits: OutputLimits = OutputLimits(),
+    commands: CommandSettings = CommandSettings(),
+) -> tuple[Tool, ...]:
+    """The built-in tools, in registry order."""
+    # Each result may end with one truncation notice; run_command's also with its exit code.
+    files = _FileTools(workspace, limits.reserving(1))
+    shell = _CommandTool(workspace, limits.reserving(2), commands)
+    relative_path = "File path, relative to the working directory."
+    return (
+        Tool(
+            "read_file",
+            "Read a UTF-8 text file from the workspace. Long files are returned in pieces: pass "
+            "`offset` (1-based line number) and `limit` (number of lines) to read further.",
+            _object_schema(
+                {
+                    "path": _property("string", relative_path),
+                    "offset": _property("integer", "First line to return (1-based).", minimum=1),
+                    "limit": _property(
+                        "integer", "How many lines to return.", minimum=1, maximum=files.limits.max_lines
+                    ),
+                },
+                required=["path"],
+            ),
+            files.read_file,
+            read_only=True,
+        ),
+        Tool(
+            "list_dir",
+            "List a directory of the workspace, sorted by name; directories end with '/'.",
+            _object_schema(
+                {"path": _property("string", "Directory path; defaults to the working directory.")}
+            ),
+            files.list_dir,
+            read_only=True,
+        ),
+        Tool(
+            "search_text",
+            "Search files under a directory for lines matching a regular expression (Python "
+            "syntax). Prints 'path:line: text' per match. Skips hidden directories, "
+            "node_modules, __pycache__, binary and very large files.",
+            _object_schema(
+                {
+                    "pattern": _property("string", "Regular expression.", minLength=1),
+                    "path": _property(
+                        "string", "Directory or file to search; defaults to the working directory."
+                    ),
+                    "glob": _property(
+                        "string", "Only files whose relative path matches this glob, e.g. '*.py'."
+                    ),
+                    "ignore_case": _property("boolean", "Match case-insensitively."),
+                },
+                required=["pattern"],
+            ),
+            files.search_text,
+            read_only=True,
+        ),
+        Tool(
+            "write_file",
+            "Create or overwrite a UTF-8 text file in the workspace (parent directories are "
+            "created). Asks the user for approval first.",
+            _object_schema(
+                {
+                    "path": _property("string", relative_path),
+                    "content": _property("string", "The complete new content."),
+                },
+                required=["path", "content"],
+            ),
+            files.write_file,
+        ),
+        Tool(
+            "run_command",
+            "Run a bash command in the working directory and return its combined stdout and "
+            "stderr with the exit code. Asks the user for approval first. The command is killed "
+            "after the timeout.",
+            _object_schema(
+                {
+                    "command": _property("string", "A bash command line.", minLength=1),
+                    "timeout_seconds": _property(
+                        "number",
+                        "Kill the command after this many seconds "
+                        f"(default {commands.default_timeout:g}).",
+                        exclusiveMinimum=0,
+                        maximum=commands.max_timeout,
+                    ),
+                },
+                required=["command"],
+            ),
+            shell.run_command,
+        ),
+    )
+
+
+def _property(json_type: str, description: str, **constraints: Any) -> dict[str, Any]:
+    return {"type": json_type, "description": description, **constraints}
+
+
+def _object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+async def _ask(context: ToolContext, tool_name: str, summary: str, detail: str) -> None:
+    request = ApprovalRequest(tool_name, context.call_id, summary, detail)
+    if not await context.approver.approve(request):
+        raise ToolFailure(
+            ToolErrorCode.APPROVAL_DENIED, f"the user did not approve {tool_name}; nothing was done"
+        )
+
+
+def _not_a(path: Path, shown: str, kind: str) -> ToolFailure:
+    if path.exists():
+        return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is not a {kind}")
+    return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} does not exist")
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\0" in head
+
+
+class _FileTools:
+    """The file tools; the blocking work runs in a worker thread to keep the UI responsive."""
+
+    def __init__(self, workspace: Workspace, limits: OutputLimits) -> None:
+        self.workspace = workspace
+        self.limits = limits
+
+    async def read_file(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        path = self.workspace.resolve(arguments["path"])
+        offset = arguments.get("offset", 1)
+        limit = arguments.get("limit", self.limits.max_lines)
+        return await anyio.to_thread.run_sync(self._read, path, offset, limit)
+
+    def _read(self, path: Path, offset: int, limit: int) -> str:
+        shown = self.workspace.display(path)
+        if not path.is_file():
+            raise _not_a(path, shown, "file")
+        with path.open("rb") as handle:
+            if _is_binary(handle.read(BINARY_SNIFF_BYTES)):
+                raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a binary file; not shown")
+        lines: list[str] = []
+        size = 0
+        seen = 0
+        more = False
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for seen, line in enumerate(handle, start=1):
+                if seen < offset:
+                    continue
+                encoded = len(line.encode("utf-8"))
+                if len(lines) >= limit or size + encoded > self.limits.max_bytes:
+                    more = True
+                    break
+                lines.append(line)
+                size += encoded
+        if more and not lines:
+            # A single line longer than the byte limit: show its beginning.
+            text, _cut = bound_text(line, self.limits)
+            notice = f"truncated: line {offset} alone exceeds {self.limits.max_bytes} bytes"
+            return with_notice(text, notice)
+        if not lines:
+            if offset > 1:
+                return f"[{shown} has {seen} lines; offset {offset} is past the end]"
+            return f"[{shown} is empty]"
+        content = "".join(lines)
+        if more:
+            last = offset + len(lines) - 1
+            content = with_notice(
+                content,
+                f"truncated: showed lines {offset}-{last}; "
+                f"call read_file with offset={last + 1} to continue",
+            )
+        return content
+
+    async def list_dir(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        path = self.workspace.resolve(arguments.get("path", "."))
+        return await anyio.to_thread.run_sync(self._list, path)
+
+    def _list(self, path: Path) -> str:
+        shown = self.workspace.display(path)
+        if not path.is_dir():
+            raise _not_a(path, shown, "directory")
+        entries = sorted(path.iterdir(), key=lambda entry: entry.name)
+        if not entries:
+            return f"[{shown} is empty]"
+        names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries]
+        text, cut = bound_text("\n".join(names), self.limits)
+        if cut:
+            shown_count = len(text.splitlines())
+            text = with_notice(text, f"truncated: showing {shown_count} of {len(names)} entries")
+        return text
+
+    async def search_text(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        flags = re.IGNORECASE if arguments.get("ignore_case") else 0
+        try:
+            pattern = re.compile(arguments["pattern"], flags)
+        except re.error as exc:
+            raise ToolFailure(
+                ToolErrorCode.INVALID_ARGUMENTS, f"invalid regular expression: {exc}"
+            ) from None
+        base = self.workspace.resolve(arguments.get("path", "."))
+        return await anyio.to_thread.run_sync(self._search, base, pattern, arguments.get("glob"))
+
+    def _search(self, base: Path, pattern: re.Pattern[str], glob: str | None) -> str:
+        if not base.exists():
+            raise _not_a(base, self.workspace.display(base), "file or directory")
+        matches: list[str] = []
+        size = 0
+        stopped = ""
+        for count, path in enumerate(self._searchable_files(base, glob)):
+            if count >= SEARCH_MAX_FILES:
+                stopped = f"stopped after {SEARCH_MAX_FILES} files"
+                break
+            for number, line in _matching_lines(path, pattern):
+                if len(line) > SEARCH_MAX_LINE_CHARS:
+                    line = line[:SEARCH_MAX_LINE_CHARS] + "…"
+                entry = f"{self.workspace.display(path)}:{number}: {line}"
+                size += len(entry.encode("utf-8")) + 1
+                if len(matches) >= self.limits.max_lines or size > self.limits.max_bytes:
+                    stopped = f"stopped after {len(matches)} matches"
+                    break
+                matches.append(entry)
+            if stopped:
+                break
+        if not matches:
+            return "no matches" + (f" ({stopped})" if stopped else "")
+        text = "\n".join(matches)
+        if stopped:
+            text = with_notice(text, f"truncated: {stopped}; narrow the pattern, path or glob")
+        return text
+
+    def _searchable_files(self, base: Path, glob: str | None) -> Iterator[Path]:
+        """Files under `base` in a stable order, never leaving the workspace through symlinks."""
+        if base.is_file():
+            yield base
+            return
+        for directory, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(
+                name for name in dirnames if not name.startswith(".") and name not in SEARCH_SKIPPED_DIRS
+            )
+            for name in sorted(filenames):
+                path = Path(directory, name)
+                relative = str(path.relative_to(base))
+                if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(relative, glob)):
+                    continue
+                if path.is_symlink() and not self.workspace.contains(path):
+                    continue
+                yield path
+
+    async def write_file(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        path = self.workspace.resolve(arguments["path"])
+        content: str = arguments["content"]
+        shown = self.workspace.display(path)
+        if path.is_dir():
+            raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a directory")
+        size = len(content.encode("utf-8"))
+        existed = path.exists()
+        if existed:
+            template = ngettext(
+                "Overwrite {path} with {size} byte", "Overwrite {path} with {size} bytes", size
+            )
+        else:
+            template = ngettext(
+                "Create {path} with {size} byte", "Create {path} with {size} bytes", size
+            )
+        summary = template.format(path=shown, size=size)
+        await _ask(context, "write_file", summary, content[:APPROVAL_DETAIL_CHARS])
+        await anyio.to_thread.run_sync(self._write, path, content)
+        return f"{'overwrote' if existed else 'created'} {shown} ({size} bytes)"
+
+    @staticmethod
+    def _write(path: Path, content: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
+def _matching_lines(path: Path, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    try:
+        if path.stat().st_size > SEARCH_MAX_FILE_BYTES:
+            return
+        with path.open("rb") as handle:
+            if _is_binary(handle.read(BINARY_SNIFF_BYTES)):
+                return
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if pattern.search(line):
+                    yield number, line.rstrip("\r\n")
+    except OSError:
+        return
+
+
+class _CommandTool:
+    def __init__(self, workspace: Workspace, limits: OutputLimits, settings: CommandSettings) -> None:
+        self.workspace = workspace
+        self.limits = limits
+        self.settings = settings
+
+    async def run_command(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        """Run `bash -c <command>` in the working directory, bounded in time and output.
+
+        Why `bash -c` with the command as one argument rather than `shell=True`: the model writes
+        bash (pipes, `&&`, globs), and `shell=True` would hand it to `/bin/sh`, which is often not
+        bash; passing it as a single argv element means Python adds no quoting of its own. It is
+        exactly as powerful as a shell — arbitrary commands are the point — so the approval prompt
+        is the safety, not the invocation. The command gets its own process group, so a timeout
+        or a cancelled turn kills it together with everything it started.
+        """
+        command: str = arguments["command"]
+        timeout = arguments.get("timeout_seconds", self.settings.default_timeout)
+        summary = _("Run a command in {directory}").format(directory=self.workspace.root)
+        await _ask(context, "run_command", summary, command)
+
+        process = await anyio.open_process(
+            ["bash", "-c", command],
+            cwd=self.workspace.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        kept = bytearray()
+        total = 0
+        finished = False
+        try:
+            with anyio.move_on_after(timeout) as deadline:
+                assert process.stdout is not None
+                async for chunk in process.stdout:
+                    total += len(chunk)
+                    if len(kept) < self.limits.max_bytes:
+                        kept += chunk[: self.limits.max_bytes - len(kept)]
+                await process.wait()
+                finished = True
+        finally:
+            if not finished:
+                # Timed out or cancelled: bash may be gone while a child still holds the pipe.
+                _kill_group(process.pid)
+            with anyio.CancelScope(shield=True):
+                await process.aclose()
+
+        output, cut = bound_text(kept.decode("utf-8", errors="replace"), self.limits)
+        if cut or total > len(kept):
+            notice = f"output truncated: {total} bytes in all, only the beginning is shown"
+            output = with_notice(output, notice)
+        if deadline.cancelled_caught:
+            message = f"timed out after {timeout:g} s; the command and its child processes were killed"
+            raise ToolFailure(ToolErrorCode.TOOL_TIMEOUT, message, with_notice(output, message))
+        result = with_notice(output, f"exit code {process.returncode}")
+        if process.returncode != 0:
+            raise ToolFailure(ToolErrorCode.COMMAND_FAILED, f"exit code {process.returncode}", result)
+        return result
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,472 @@
+"""Tools from an MCP server run over stdio (`[mcp.servers.NAME]`), through the `mcp` SDK.
+
+Handshake: the `initialize` handshake (`Client(mode="legacy")`, protocol 2025-11-25), the one
+every stdio server speaks today. The server announces changes with
+`notifications/tools/list_changed` (server side: `ctx.session.send_tool_list_changed()`); the
+2026 `subscriptions/listen` stream is not used.
+
+Life of a server:
+
+- `start()` spawns the command, runs `initialize` and `tools/list` (all pages); the tools join
+  the registry as `<server>__<tool>` (see `mcp_tool_name`). It returns after this first attempt,
+  whether it worked or not; a failure is reported as a `SourceProblem` and everything else goes
+  on without the server.
+- `tools/list_changed` → a re-list. The notification is counted the moment it arrives, before the
+  tool call it came with returns, so `settle()` waits for the re-list it triggered.
+- A call goes through `tools/call` with a timeout; text content is joined, other content
+  described, `isError` becomes a `TOOL_FAILED` outcome.
+- The server exits → its tools are removed at once. With `restart = true` it is started again
+  after `RestartPolicy.delay(n)` (exponential: 1, 2, 4 … s, at most 30 s), at most
+  `max_attempts` times in a row; a server that stayed up for `stable_after` seconds starts a
+  fresh count. Without `restart` it stays stopped.
+- `stop()` ends the process (stdin closed, then SIGTERM/SIGKILL to its process group, all
+  bounded — the SDK's shutdown) and removes the tools.
+
+The server's stderr goes to a temporary file (never into the terminal UI); its last lines are
+quoted in the problem reported when it fails.
+
+The supervisor of each server is an asyncio task, so `start()` and `stop()` may be called from
+different tasks (the UI's); toolscope runs on asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from anyio.abc import ObjectReceiveStream
+from mcp import Client, MCPError
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from app import __version__
+from app.tools.registry import (
+    ProblemKind,
+    ServerState,
+    ServerStatus,
+    SourceProblem,
+    Tool,
+    ToolContext,
+    ToolErrorCode,
+    ToolFailure,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_LIST_PAGES = 100
+STDERR_TAIL_BYTES = 2048
+STDERR_TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """One `[mcp.servers.NAME]` entry."""
+
+    name: str
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    restart: bool = False
+    cwd: Path | None = None
+
+
+@dataclass(frozen=True)
+class McpTimeouts:
+    """Seconds to wait for an answer: `request` for initialize and tools/list, `call` for tools."""
+
+    request: float = 30.0
+    call: float = 120.0
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    max_attempts: int = 5
+    initial_delay: float = 1.0
+    max_delay: float = 30.0
+    stable_after: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds before restart `attempt` (1-based): doubling from `initial_delay`, capped."""
+        return min(self.initial_delay * 2 ** (attempt - 1), self.max_delay)
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The registry name of `tool` from `server`: `<server>__<tool>`, always.
+
+    Characters outside `[a-zA-Z0-9_-]` become `_`. When that changed anything, or the name is
+    longer than 64 characters, it is shortened as needed and ends with `_` + 8 hex digits of the
+    SHA-256 of the original `<server>__<tool>`, so sanitised names cannot collide and the result
+    depends on nothing but the two names.
+    """
+    original = f"{server}__{tool}"
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", original)
+    if cleaned == original and len(cleaned) <= 64:
+        return cleaned
+    digest = hashlib.sha256(original.encode("utf-8")).hexdigest()[:8]
+    return f"{cleaned[:55]}_{digest}"
+
+
+class McpServerSource:
+    """One MCP server as a registry source (`app.tools.registry.ManagedSource`)."""
+
+    def __init__(
+        self,
+        spec: McpServerSpec,
+        *,
+        timeouts: McpTimeouts = McpTimeouts(),
+        restart_policy: RestartPolicy = RestartPolicy(),
+    ) -> None:
+        self.spec = spec
+        self.timeouts = timeouts
+        self.restart_policy = restart_policy
+        self._tools: tuple[Tool, ...] = ()
+        self._state = ServerState.STOPPED
+        self._client: Client | None = None
+        self._on_tools_changed: Callable[[], None] = lambda: None
+        self._on_problem: Callable[[SourceProblem], None] = lambda problem: None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._cancel_scope: anyio.CancelScope | None = None
+        # Re-list bookkeeping: a notification bumps `requested`; a finished re-list that began
+        # after it sets `done`. Events are made on first use, inside the event loop.
+        self._relists_requested = 0
+        self._relists_done = 0
+        self._relist_wanted: anyio.Event | None = None
+        self._relist_progress: anyio.Event | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def tools(self) -> tuple[Tool, ...]:
+        return self._tools
+
+    def status(self) -> ServerStatus:
+        return ServerStatus(self.name, self._state, tuple(tool.name for tool in self._tools))
+
+    def bind(
+        self, on_tools_changed: Callable[[], None], on_problem: Callable[[SourceProblem], None]
+    ) -> None:
+        self._on_tools_changed = on_tools_changed
+        self._on_problem = on_problem
+
+    async def start(self) -> None:
+        """Start the server unless it is already running or restarting; see the module doc."""
+        if self._supervisor is not None and not self._supervisor.done():
+            return
+        first_attempt = anyio.Event()
+        self._cancel_scope = anyio.CancelScope()
+        self._state = ServerState.STARTING
+        self._supervisor = asyncio.create_task(
+            self._supervise(first_attempt), name=f"mcp-server:{self.name}"
+        )
+        await first_attempt.wait()
+
+    async def stop(self) -> None:
+        """Stop the server (and any pending restart); returns once its process is gone."""
+        supervisor = self._supervisor
+        if supervisor is None or self._cancel_scope is None:
+            return
+        self._supervisor = None
+        if supervisor.done():
+            return  # it already gave up or exited; keep that state for the user to see
+        self._cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({supervisor})
+        self._state = ServerState.STOPPED
+
+    async def settle(self) -> None:
+        """Wait until every `tools/list_changed` received so far has been re-listed."""
+        target = self._relists_requested
+        while self._relists_done < target and self._relist_progress is not None:
+            await self._relist_progress.wait()
+
+    # --- supervision
+
+    async def _supervise(self, first_attempt: anyio.Event) -> None:
+        policy = self.restart_policy
+        attempt = 0
+        assert self._cancel_scope is not None
+        try:
+            with self._cancel_scope:
+                while True:
+                    self._state = ServerState.STARTING
+                    uptime = await self._connect_and_serve(first_attempt.set)
+                    first_attempt.set()
+                    if not self.spec.restart:
+                        self._state = ServerState.STOPPED if uptime is not None else ServerState.FAILED
+                        return
+                    if uptime is not None and uptime >= policy.stable_after:
+                        attempt = 0
+                    attempt += 1
+                    if attempt > policy.max_attempts:
+                        self._state = ServerState.FAILED
+                        self._report(ProblemKind.MCP_GAVE_UP, max_attempts=policy.max_attempts)
+                        return
+                    delay = policy.delay(attempt)
+                    self._state = ServerState.RESTARTING
+                    self._report(
+                        ProblemKind.MCP_RESTARTING,
+                        attempt=attempt,
+                        max_attempts=policy.max_attempts,
+                        delay=delay,
+                    )
+                    await anyio.sleep(delay)
+        except Exception:
+            logger.exception("supervising MCP server %s failed", self.name)
+            self._state = ServerState.FAILED
+        finally:
+            first_attempt.set()
+
+    async def _connect_and_serve(self, on_listed: Callable[[], None]) -> float | None:
+        """One life of the server process: None if it never listed its tools, else its uptime.
+
+        Returns when the server has gone; a stop() cancels it instead.
+        """
+        lost = anyio.Event()
+        self._relist_wanted = anyio.Event()
+        self._relist_progress = anyio.Event()
+        self._relists_done = self._relists_requested
+        listed_at: float | None = None
+        with tempfile.TemporaryFile() as errlog:
+            transport = _stdio_watching_end(
+                self._parameters(), errlog, partial(self._connection_lost, lost)
+            )
+            try:
+                async with Client(
+                    transport,
+                    mode="legacy",
+                    cache=None,
+                    read_timeout_seconds=self.timeouts.request,
+                    message_handler=self._on_message,
+                    client_info=types.Implementation(name="toolscope", version=__version__),
+                ) as client:
+                    listing = await self._list_tools(client)
+                    if not lost.is_set():
+                        self._client = client
+                        listed_at = anyio.current_time()
+                        self._state = ServerState.RUNNING
+                        self._set_tools(listing)
+                        on_listed()
+                        async with anyio.create_task_group() as group:
+                            group.start_soon(self._relist_loop, client, lost)
+                            await lost.wait()
+                            group.cancel_scope.cancel()
+            except Exception as exc:
+                if listed_at is None:
+                    reason = _describe(exc, self.spec.command)
+                    self._report(ProblemKind.MCP_START_FAILED, detail=_with_stderr(reason, errlog))
+                    return None
+                logger.debug("MCP server %s connection ended with an error", self.name, exc_info=True)
+            finally:
+                self._connection_lost(lost)
+            if listed_at is None:
+                self._report(ProblemKind.MCP_START_FAILED, detail=_with_stderr("", errlog))
+                return None
+            self._report(ProblemKind.MCP_EXITED, detail=_with_stderr("", errlog))
+            return anyio.current_time() - listed_at
+
+    def _connection_lost(self, lost: anyio.Event) -> None:
+        """The server's stdout ended (it exited, or we are stopping it): drop its tools now,
+        before any pending call learns of it, and release everyone waiting in settle()."""
+        if lost.is_set():
+            return
+        lost.set()
+        self._client = None
+        self._state = ServerState.RESTARTING if self.spec.restart else ServerState.STOPPED
+        self._set_tools(())
+        self._relists_done = self._relists_requested
+        self._signal_relist_progress()
+
+    def _parameters(self) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=self.spec.command,
+            args=list(self.spec.args),
+            env=dict(self.spec.env) or None,
+            cwd=self.spec.cwd,
+        )
+
+    # --- the tool list
+
+    async def _on_message(self, message: object) -> None:
+        # No await before the count: the SDK runs this in a task spawned when the notification
+        # is read, ahead of the call result that follows it, so the count is in place before
+        # the tool call returns (and `_call` yields once more to make sure).
+        if isinstance(message, types.ToolListChangedNotification) and self._relist_wanted is not None:
+            self._relists_requested += 1
+            self._relist_wanted.set()
+
+    async def _relist_loop(self, client: Client, lost: anyio.Event) -> None:
+        while True:
+            assert self._relist_wanted is not None
+            await self._relist_wanted.wait()
+            self._relist_wanted = anyio.Event()
+            target = self._relists_requested
+            try:
+                listing = await self._list_tools(client)
+            except Exception as exc:
+                if lost.is_set():
+                    return
+                self._report(ProblemKind.MCP_LIST_FAILED, detail=_describe(exc, self.spec.command))
+            else:
+                if lost.is_set():
+                    return
+                self._set_tools(listing)
+            self._relists_done = max(self._relists_done, target)
+            self._signal_relist_progress()
+
+    def _signal_relist_progress(self) -> None:
+        if self._relist_progress is not None:
+            self._relist_progress.set()
+            self._relist_progress = anyio.Event()
+
+    async def _list_tools(self, client: Client) -> list[Tool]:
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        for _page in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return [self._as_tool(tool) for tool in listed]
+
+    def _as_tool(self, listed: types.Tool) -> Tool:
+        return Tool(
+            mcp_tool_name(self.name, listed.name),
+            listed.description or "",
+            listed.input_schema,
+            partial(self._call, listed.name),
+            read_only=bool(listed.annotations and listed.annotations.read_only_hint),
+        )
+
+    def _set_tools(self, tools: Sequence[Tool]) -> None:
+        self._tools = tuple(tools)
+        self._on_tools_changed()
+
+    def _report(self, kind: ProblemKind, **details: Any) -> None:
+        self._on_problem(SourceProblem(kind, self.name, **details))
+
+    # --- calls
+
+    async def _call(self, tool_name: str, arguments: dict[str, Any], context: ToolContext) -> str:
+        client = self._client
+        if client is None:
+            raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"MCP server {self.name!r} is not running")
+        try:
+            result = await client.call_tool(
+                tool_name, arguments, read_timeout_seconds=self.timeouts.call
+            )
+        except MCPError as exc:
+            if exc.code == types.REQUEST_TIMEOUT:
+                raise ToolFailure(
+                    ToolErrorCode.TOOL_TIMEOUT,
+                    f"MCP server {self.name!r} did not answer within {self.timeouts.call:g} s",
+                ) from None
+            raise ToolFailure(
+                ToolErrorCode.TOOL_FAILED, f"MCP server {self.name!r}: {exc.message}"
+            ) from None
+        finally:
+            # One turn for a `tools/list_changed` handler scheduled ahead of the result.
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        text = render_result(result)
+        if result.is_error:
+            first_line = text.strip().splitlines()[0] if text.strip() else "the tool reported an error"
+            raise ToolFailure(ToolErrorCode.TOOL_FAILED, first_line[:200], text)
+        return text
+
+
+def render_result(result: types.CallToolResult) -> str:
+    """A tool result as text: text blocks as they are, anything else described in brackets."""
+    parts: list[str] = []
+    for block in result.content:
+        match block:
+            case types.TextContent(text=text):
+                parts.append(text)
+            case types.ImageContent(mime_type=mime, data=data):
+                parts.append(f"[image: {mime}, {_decoded_size(data)} bytes]")
+            case types.AudioContent(mime_type=mime, data=data):
+                parts.append(f"[audio: {mime}, {_decoded_size(data)} bytes]")
+            case types.ResourceLink(uri=uri, name=name):
+                parts.append(f"[resource link: {name} <{uri}>]")
+            case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
+                parts.append(text)
+            case types.EmbeddedResource(resource=resource):
+                parts.append(f"[resource: {resource.uri}, {resource.mime_type or 'binary'}]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def _decoded_size(base64_data: str) -> int:
+    padding = len(base64_data) - len(base64_data.rstrip("="))
+    return len(base64_data) * 3 // 4 - padding
+
+
+class _EndWatchingStream(ObjectReceiveStream[Any]):
+    """The server's message stream, calling `on_end` the moment it ends (the server exited)."""
+
+    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@asynccontextmanager
+async def _stdio_watching_end(
+    parameters: StdioServerParameters, errlog: IO[bytes], on_end: Callable[[], None]
+) -> AsyncIterator[tuple[Any, Any]]:
+    # stdio_client declares a text `errlog`, but only hands it to the process as its stderr.
+    server = stdio_client(parameters, errlog=errlog)  # type: ignore[arg-type]
+    async with server as (read_stream, write_stream):
+        yield _EndWatchingStream(read_stream, on_end), write_stream
+
+
+def _describe(exc: BaseException, command: str) -> str:
+    """A one-line reason from the innermost exception (the SDK wraps them in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    match exc:
+        case FileNotFoundError():
+            return f"command not found: {command}"
+        case OSError(strerror=strerror) if strerror:
+            return f"{strerror}: {command}"
+        case MCPError(code=types.REQUEST_TIMEOUT):
+            return "the server did not answer in time"
+        case MCPError(code=types.CONNECTION_CLOSED):
+            return "the server closed the connection"
+        case MCPError(message=message):
+            return message
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _with_stderr(reason: str, errlog: IO[bytes]) -> str:
+    errlog.seek(0, 2)
+    size = errlog.tell()
+    errlog.seek(max(0, size - STDERR_TAIL_BYTES))
+    text = errlog.read().decode("utf-8", errors="replace")
+    lines = [line for line in text.splitlines() if line.strip()]
+    tail = "\n".join(lines[-STDERR_TAIL_LINES:])
+    if not tail:
+        return reason
+    return f"{reason}\nstderr: {tail}" if reason else f"stderr: {tail}"

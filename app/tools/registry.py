@@ -1,0 +1,575 @@
+"""The tool registry: the one ordered list of effective tools, and the way to run them.
+
+Sources, in registry order (each source's tools keep their own order):
+
+1. built-in tools (`app.tools.builtins`),
+2. plugins, in configuration order (those not named in the configuration follow in catalog
+   order); a disabled plugin contributes nothing but keeps its place,
+3. MCP servers, in configuration order (`app.tools.mcp_source`); their tools are always named
+   `<server>__<tool>`.
+
+Names are unique: when two sources offer the same name the earlier one in registry order wins,
+and the later tool is left out and reported as a `SourceProblem`.
+
+What the agent loop uses:
+
+- `await registry.settle()` right before assembling each request header. It returns once every
+  change announced so far is applied — in particular an MCP `tools/list_changed` received during
+  the previous tool call, whose re-list may still be in flight.
+- `registry.definitions()` — the effective `ToolDefinition`s, in registry order (a snapshot).
+- `registry.is_read_only(name)` — read-only tools may run in parallel; others run one at a time.
+- `await registry.execute(name, arguments_json, ToolContext(approver, call_id))` → `ToolOutcome`.
+  It never raises for a tool's failure: unknown names, bad arguments, refused approvals and tool
+  exceptions all become error outcomes with a code from `ToolErrorCode`.
+- `registry.on_change(callback)` — called with the new definitions whenever they change.
+
+The UI and CLI also use `plugins()` / `enable_plugin()` / `disable_plugin()`, `mcp_servers()` /
+`start_mcp_server()` / `stop_mcp_server()`, `problems()` / `on_problem()`, and the lifecycle:
+`await registry.start()` (connects MCP servers) and `await registry.aclose()` (or `async with`).
+
+Tool results and error messages are written for the model and the session log, so they are
+English; what the user reads about sources (problems, plugin titles) is localized at use time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, Protocol
+
+import anyio
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from app.i18n import _, ngettext
+from app.session.events import ToolDefinition
+from app.tools.approval import Approver
+
+logger = logging.getLogger(__name__)
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class ToolErrorCode(StrEnum):
+    """The `error.code` of a failed `tool/result`."""
+
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    TOOL_FAILED = "TOOL_FAILED"
+    APPROVAL_DENIED = "APPROVAL_DENIED"
+    TOOL_TIMEOUT = "TOOL_TIMEOUT"
+    PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
+    COMMAND_FAILED = "COMMAND_FAILED"
+
+
+NOTICE_BYTES = 160
+"""Room kept for one `[truncated …]` notice line, so a cut result with its notices still fits."""
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """The most a tool result may carry, notices included; more is cut and says so."""
+
+    max_bytes: int = 64 * 1024
+    max_lines: int = 2000
+
+    def reserving(self, notice_lines: int) -> OutputLimits:
+        """The limits left for the body of a result that may end with `notice_lines` notices."""
+        return OutputLimits(
+            max_bytes=max(1, self.max_bytes - notice_lines * NOTICE_BYTES),
+            max_lines=max(1, self.max_lines - notice_lines),
+        )
+
+
+def bound_text(text: str, limits: OutputLimits) -> tuple[str, bool]:
+    """`text` cut to the limits (whole lines first, then bytes on a character boundary)."""
+    truncated = False
+    lines = text.splitlines(keepends=True)
+    if len(lines) > limits.max_lines:
+        text = "".join(lines[: limits.max_lines])
+        truncated = True
+    encoded = text.encode("utf-8")
+    if len(encoded) > limits.max_bytes:
+        text = encoded[: limits.max_bytes].decode("utf-8", errors="ignore")
+        truncated = True
+    return text, truncated
+
+
+def with_notice(text: str, notice: str) -> str:
+    """`text` followed by `[notice]` on a line of its own."""
+    separator = "\n" if text and not text.endswith("\n") else ""
+    return f"{text}{separator}[{notice}]"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one tool call, as the loop records it in `tool/result`."""
+
+    content: str
+    is_error: bool = False
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+class ToolFailure(Exception):
+    """Raised by a tool handler for an expected failure; becomes an error `ToolOutcome`.
+
+    `content` is what the model reads (defaults to the message), e.g. a failed command's output.
+    """
+
+    def __init__(self, code: ToolErrorCode, message: str, content: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.content = message if content is None else content
+
+    def outcome(self) -> ToolOutcome:
+        return ToolOutcome(self.content, True, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Per-call facts a tool may need: who approves side effects, and which call this is."""
+
+    approver: Approver
+    call_id: str = ""
+
+
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+"""Runs a tool with already-validated arguments; returns the content or raises `ToolFailure`."""
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """An effective tool: its definition, whether it only reads, and how to run it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: ToolHandler
+    read_only: bool = False
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME_PATTERN.match(self.name):
+            raise ValueError(f"tool name {self.name!r} does not match {TOOL_NAME_PATTERN.pattern}")
+
+    @cached_property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(
+            name=self.name, description=self.description, parameters=dict(self.parameters)
+        )
+
+    @cached_property
+    def _validator(self) -> Validator | None:
+        """None when the schema itself is invalid (an MCP server's); the server validates then."""
+        schema = dict(self.parameters)
+        cls = validator_for(schema, default=Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+        except SchemaError:
+            logger.warning("tool %s has an invalid parameter schema; not validating", self.name)
+            return None
+        return cls(schema)
+
+    def check_arguments(self, arguments: dict[str, Any]) -> None:
+        """Raise `ToolFailure(INVALID_ARGUMENTS)` when `arguments` do not match the schema."""
+        if self._validator is None:
+            return
+        error = best_match(self._validator.iter_errors(arguments))
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+            raise ToolFailure(
+                ToolErrorCode.INVALID_ARGUMENTS,
+                f"invalid arguments for {self.name} at {where}: {error.message}",
+            )
+
+
+# --- plugins -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A named group of tools the user switches on and off while chatting.
+
+    `title` and `description` are English source strings marked with `N_`; show them through
+    `_()` (see `PluginState`).
+    """
+
+    name: str
+    title: str
+    description: str
+    tools: tuple[Tool, ...]
+
+
+@dataclass(frozen=True)
+class PluginState:
+    name: str
+    title: str
+    description: str
+    enabled: bool
+    tool_names: tuple[str, ...]
+
+
+class UnknownPluginError(LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(_("Unknown plugin: {name}").format(name=name))
+        self.name = name
+
+
+# --- problems and managed sources --------------------------------------------------------------
+
+
+class ProblemKind(StrEnum):
+    UNKNOWN_PLUGIN = "unknown-plugin"
+    DUPLICATE_TOOL = "duplicate-tool"
+    MCP_START_FAILED = "mcp-start-failed"
+    MCP_EXITED = "mcp-exited"
+    MCP_RESTARTING = "mcp-restarting"
+    MCP_GAVE_UP = "mcp-gave-up"
+    MCP_LIST_FAILED = "mcp-list-failed"
+
+
+@dataclass(frozen=True)
+class SourceProblem:
+    """Something about a tool source the user should know; everything else goes on without it.
+
+    `detail` is technical text from the OS or the server (not translated); `message()` is the
+    localized sentence to show.
+    """
+
+    kind: ProblemKind
+    source: str
+    detail: str = ""
+    tool: str = ""
+    attempt: int = 0
+    max_attempts: int = 0
+    delay: float = 0.0
+
+    def message(self) -> str:
+        name = self.source
+        match self.kind:
+            case ProblemKind.UNKNOWN_PLUGIN:
+                text = _("Unknown plugin “{name}” in the configuration; it is ignored.").format(
+                    name=name
+                )
+            case ProblemKind.DUPLICATE_TOOL:
+                text = _(
+                    "Tool “{tool}” from “{name}” is left out: "
+                    "an earlier source already provides it."
+                ).format(tool=self.tool, name=name)
+            case ProblemKind.MCP_START_FAILED:
+                text = _("MCP server “{name}” could not start.").format(name=name)
+            case ProblemKind.MCP_EXITED:
+                text = _("MCP server “{name}” exited; its tools were removed.").format(name=name)
+            case ProblemKind.MCP_RESTARTING:
+                # TRANSLATORS: {delay:.1f} is a number of seconds with one decimal, e.g. 2.0.
+                text = _(
+                    "Restarting MCP server “{name}” in {delay:.1f} s (attempt {attempt} of {total})."
+                ).format(name=name, delay=self.delay, attempt=self.attempt, total=self.max_attempts)
+            case ProblemKind.MCP_GAVE_UP:
+                text = ngettext(
+                    "MCP server “{name}” is not restarted again after {total} attempt.",
+                    "MCP server “{name}” is not restarted again after {total} attempts.",
+                    self.max_attempts,
+                ).format(name=name, total=self.max_attempts)
+            case ProblemKind.MCP_LIST_FAILED:
+                text = _("MCP server “{name}” did not list its tools.").format(name=name)
+        return f"{text} {self.detail}" if self.detail else text
+
+
+class ServerState(StrEnum):
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str
+    state: ServerState
+    tool_names: tuple[str, ...] = ()
+
+
+class ManagedSource(Protocol):
+    """A source whose tools change on their own (an MCP server); see `McpServerSource`."""
+
+    @property
+    def name(self) -> str: ...
+
+    def tools(self) -> tuple[Tool, ...]: ...
+
+    def bind(
+        self, on_tools_changed: Callable[[], None], on_problem: Callable[[SourceProblem], None]
+    ) -> None:
+        """Called once by the registry: how the source announces changes and problems."""
+        ...
+
+    async def start(self) -> None:
+        """Connect; returns after the first attempt (its tools are listed, or it failed)."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    async def settle(self) -> None:
+        """Return once every change announced so far is applied to `tools()`."""
+        ...
+
+    def status(self) -> ServerStatus: ...
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Listeners:
+    on_change: list[Callable[[tuple[ToolDefinition, ...]], None]] = field(default_factory=list)
+    on_problem: list[Callable[[SourceProblem], None]] = field(default_factory=list)
+
+
+class ToolRegistry:
+    """The effective tools, assembled from built-ins, plugins and MCP servers (see module doc)."""
+
+    def __init__(
+        self,
+        *,
+        builtins: Sequence[Tool] = (),
+        plugins: Sequence[Plugin] = (),
+        enabled_plugins: Sequence[str] = (),
+        mcp_servers: Sequence[ManagedSource] = (),
+        limits: OutputLimits = OutputLimits(),
+    ) -> None:
+        self._builtins = tuple(builtins)
+        self._limits = limits
+        self._listeners = _Listeners()
+        self._problems: list[SourceProblem] = []
+        self._reported_duplicates: set[tuple[str, str]] = set()
+
+        catalog = {plugin.name: plugin for plugin in plugins}
+        configured = [name for name in dict.fromkeys(enabled_plugins) if name in catalog]
+        # Configured plugins first, in configuration order; the rest keep catalog order.
+        self._plugins = {name: catalog[name] for name in configured} | catalog
+        self._enabled_plugins = set(configured)
+
+        self._servers: dict[str, ManagedSource] = {}
+        for server in mcp_servers:
+            if server.name in self._servers:
+                raise ValueError(f"two MCP servers are named {server.name!r}")
+            self._servers[server.name] = server
+            server.bind(self._rebuild, self._report)
+
+        self._tools: dict[str, Tool] = {}
+        self._definitions: tuple[ToolDefinition, ...] = ()
+        self._ever_seen: set[str] = set()
+        for name in dict.fromkeys(enabled_plugins):
+            if name not in catalog:
+                self._report(SourceProblem(ProblemKind.UNKNOWN_PLUGIN, name))
+        self._rebuild()
+
+    # --- lifecycle
+
+    async def start(self) -> None:
+        """Start every MCP server at once; returns when each has listed its tools or failed."""
+        async with anyio.create_task_group() as group:
+            for server in self._servers.values():
+                group.start_soon(server.start)
+
+    async def aclose(self) -> None:
+        """Stop every MCP server (their processes end); the registry keeps working without them."""
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as group:
+                for server in self._servers.values():
+                    group.start_soon(server.stop)
+
+    async def __aenter__(self) -> ToolRegistry:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # --- what the loop reads
+
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        return self._definitions
+
+    def is_read_only(self, name: str) -> bool:
+        """True when the current tool `name` only reads (so it may run alongside others)."""
+        tool = self._tools.get(name)
+        return tool is not None and tool.read_only
+
+    async def settle(self) -> None:
+        """Wait until every announced change is applied; call it right before each request header.
+
+        Bounded: a pending MCP re-list ends within that server's request timeout.
+        """
+        for server in self._servers.values():
+            await server.settle()
+
+    async def execute(self, name: str, arguments_json: str, context: ToolContext) -> ToolOutcome:
+        """Run the current tool `name`; every failure is an error outcome, never an exception.
+
+        Empty arguments (`""`) count as `{}`: models send them for tools without parameters.
+        """
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolFailure(ToolErrorCode.UNKNOWN_TOOL, self._unknown_tool_message(name)).outcome()
+        try:
+            arguments = _parse_arguments(arguments_json)
+            tool.check_arguments(arguments)
+            content = await tool.handler(arguments, context)
+        except ToolFailure as failure:
+            outcome = failure.outcome()
+        except Exception as exc:
+            logger.debug("tool %s raised", name, exc_info=True)
+            message = f"{name} failed: {type(exc).__name__}: {exc}"
+            outcome = ToolOutcome(message, True, ToolErrorCode.TOOL_FAILED, message)
+        else:
+            outcome = ToolOutcome(content)
+        return self._bounded(outcome)
+
+    def on_change(
+        self, callback: Callable[[tuple[ToolDefinition, ...]], None]
+    ) -> Callable[[], None]:
+        """Call `callback(definitions)` after every change of the effective tools; returns an
+        unsubscribe function. Callbacks run synchronously and must not block."""
+        self._listeners.on_change.append(callback)
+        return lambda: self._listeners.on_change.remove(callback)
+
+    # --- plugins
+
+    def plugins(self) -> tuple[PluginState, ...]:
+        return tuple(
+            PluginState(
+                name=plugin.name,
+                title=_(plugin.title),
+                description=_(plugin.description),
+                enabled=plugin.name in self._enabled_plugins,
+                tool_names=tuple(tool.name for tool in plugin.tools),
+            )
+            for plugin in self._plugins.values()
+        )
+
+    def enable_plugin(self, name: str) -> None:
+        self._set_plugin(name, True)
+
+    def disable_plugin(self, name: str) -> None:
+        self._set_plugin(name, False)
+
+    def _set_plugin(self, name: str, enabled: bool) -> None:
+        if name not in self._plugins:
+            raise UnknownPluginError(name)
+        if enabled:
+            self._enabled_plugins.add(name)
+        else:
+            self._enabled_plugins.discard(name)
+        self._rebuild()
+
+    # --- MCP servers
+
+    def mcp_servers(self) -> tuple[ServerStatus, ...]:
+        return tuple(server.status() for server in self._servers.values())
+
+    async def start_mcp_server(self, name: str) -> None:
+        await self._server(name).start()
+
+    async def stop_mcp_server(self, name: str) -> None:
+        await self._server(name).stop()
+
+    def _server(self, name: str) -> ManagedSource:
+        try:
+            return self._servers[name]
+        except KeyError:
+            raise LookupError(_("Unknown MCP server: {name}").format(name=name)) from None
+
+    # --- problems
+
+    def problems(self) -> tuple[SourceProblem, ...]:
+        """Every problem reported so far, oldest first."""
+        return tuple(self._problems)
+
+    def on_problem(self, callback: Callable[[SourceProblem], None]) -> Callable[[], None]:
+        """Call `callback(problem)` for each new problem; returns an unsubscribe function."""
+        self._listeners.on_problem.append(callback)
+        return lambda: self._listeners.on_problem.remove(callback)
+
+    def _report(self, problem: SourceProblem) -> None:
+        self._problems.append(problem)
+        for callback in list(self._listeners.on_problem):
+            _call_safely(callback, problem)
+
+    # --- assembling
+
+    def _sourced_tools(self) -> Iterator[tuple[str, Tool]]:
+        for tool in self._builtins:
+            yield "builtin", tool
+        for plugin in self._plugins.values():
+            if plugin.name in self._enabled_plugins:
+                for tool in plugin.tools:
+                    yield plugin.name, tool
+        for server in self._servers.values():
+            for tool in server.tools():
+                yield server.name, tool
+
+    def _rebuild(self) -> None:
+        tools: dict[str, Tool] = {}
+        for source, tool in self._sourced_tools():
+            if tool.name not in tools:
+                tools[tool.name] = tool
+            elif (source, tool.name) not in self._reported_duplicates:
+                self._reported_duplicates.add((source, tool.name))
+                self._report(SourceProblem(ProblemKind.DUPLICATE_TOOL, source, tool=tool.name))
+        self._tools = tools
+        self._ever_seen.update(tools)
+        definitions = tuple(tool.definition for tool in tools.values())
+        if definitions != self._definitions:
+            self._definitions = definitions
+            for callback in list(self._listeners.on_change):
+                _call_safely(callback, definitions)
+
+    def _unknown_tool_message(self, name: str) -> str:
+        if name in self._ever_seen:
+            return f"tool {name!r} is no longer available"
+        return f"unknown tool {name!r}"
+
+    def _bounded(self, outcome: ToolOutcome) -> ToolOutcome:
+        if not bound_text(outcome.content, self._limits)[1]:
+            return outcome
+        content, _cut = bound_text(outcome.content, self._limits.reserving(1))
+        notice = f"output truncated to {self._limits.max_lines} lines / {self._limits.max_bytes} bytes"
+        return ToolOutcome(
+            with_notice(content, notice), outcome.is_error, outcome.error_code, outcome.error_message
+        )
+
+
+def _parse_arguments(arguments_json: str) -> dict[str, Any]:
+    if not arguments_json.strip():
+        return {}
+    try:
+        arguments = json.loads(arguments_json)
+    except json.JSONDecodeError as exc:
+        raise ToolFailure(
+            ToolErrorCode.INVALID_ARGUMENTS, f"arguments are not valid JSON: {exc}"
+        ) from None
+    if not isinstance(arguments, dict):
+        raise ToolFailure(
+            ToolErrorCode.INVALID_ARGUMENTS,
+            f"arguments must be a JSON object, not {type(arguments).__name__}",
+        )
+    return arguments
+
+
+def _call_safely(callback: Callable[[Any], None], value: Any) -> None:
+    """A failing listener must not break the source that announced the change."""
+    try:
+        callback(value)
+    except Exception:
+        logger.exception("tool registry listener %r failed", callback)

@@ -1,0 +1,230 @@
+"""MCP servers as tool sources, against real stdio servers built with the `mcp` SDK.
+
+The servers live in `tests/support/mcp_servers/` and run under `sys.executable`. Starting one
+costs the `mcp` import (about a second), so each test starts as few as it needs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from app.tools.approval import AutoApprover
+from app.tools.mcp_source import (
+    McpServerSource,
+    McpServerSpec,
+    McpTimeouts,
+    RestartPolicy,
+    mcp_tool_name,
+)
+from app.tools.registry import (
+    ProblemKind,
+    ServerState,
+    ToolContext,
+    ToolErrorCode,
+    ToolOutcome,
+    ToolRegistry,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+SERVERS = Path(__file__).resolve().parents[2] / "support" / "mcp_servers"
+CONTEXT = ToolContext(AutoApprover(approve_all=False))
+FAST = McpTimeouts(request=15, call=10)
+
+
+def tools_server(name: str = "demo", *args: str, restart: bool = False) -> McpServerSpec:
+    return McpServerSpec(name, sys.executable, [str(SERVERS / "tools_server.py"), *args], restart=restart)
+
+
+def names(registry: ToolRegistry) -> list[str]:
+    return [definition.name for definition in registry.definitions()]
+
+
+async def call(registry: ToolRegistry, name: str, **arguments) -> ToolOutcome:
+    return await registry.execute(name, json.dumps(arguments), CONTEXT)
+
+
+def running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def wait_until(condition: Callable[[], bool], seconds: float = 20) -> None:
+    with anyio.fail_after(seconds):
+        while not condition():
+            await anyio.sleep(0.02)
+
+
+DEMO_TOOLS = [
+    "demo__echo",
+    "demo__pid",
+    "demo__fail",
+    "demo__picture",
+    mcp_tool_name("demo", "files.read"),
+    "demo__slow",
+    "demo__swap_tools",
+    "demo__crash",
+]
+
+
+async def test_tools_are_listed_callable_deterministic_and_their_process_ends_on_stop():
+    registry = ToolRegistry(mcp_servers=[McpServerSource(tools_server(), timeouts=McpTimeouts(request=15, call=1))])
+    async with registry:
+        assert names(registry) == DEMO_TOOLS
+        assert registry.mcp_servers()[0].state is ServerState.RUNNING
+        echo = registry.definitions()[0]
+        assert echo.description == "Return the text unchanged."
+        assert echo.parameters["required"] == ["text"]
+        assert registry.is_read_only("demo__echo") and not registry.is_read_only("demo__crash")
+
+        assert (await call(registry, "demo__echo", text="hi there")).content == "hi there"
+        assert (await call(registry, "demo__picture")).content == "a picture:\n[image: image/png, 66 bytes]"
+        assert (await call(registry, mcp_tool_name("demo", "files.read"))).content == "read"
+
+        failed = await call(registry, "demo__fail")
+        assert failed.is_error and failed.error_code == ToolErrorCode.TOOL_FAILED
+        assert "the disk is on fire" in failed.content
+
+        invalid = await call(registry, "demo__echo", text=3)
+        assert invalid.error_code == ToolErrorCode.INVALID_ARGUMENTS
+
+        slow = await call(registry, "demo__slow", seconds=5)
+        assert slow.error_code == ToolErrorCode.TOOL_TIMEOUT and "within 1 s" in slow.content
+
+        pid = int((await call(registry, "demo__pid")).content)
+        assert running(pid)
+
+        # Switched off and on at run time: a new process, the very same definitions.
+        definitions = registry.definitions()
+        await registry.stop_mcp_server("demo")
+        assert names(registry) == [] and registry.mcp_servers()[0].state is ServerState.STOPPED
+        assert not running(pid)
+        await registry.start_mcp_server("demo")
+        assert registry.definitions() == definitions
+        pid = int((await call(registry, "demo__pid")).content)
+    assert names(registry) == []
+    assert registry.mcp_servers()[0].state is ServerState.STOPPED
+    assert not running(pid)
+    assert registry.problems() == ()
+
+
+async def test_a_change_announced_during_a_call_is_visible_after_settle():
+    """The key guarantee: the server swaps tools and sends tools/list_changed during the call, and
+    answers the re-list only 0.5 s later — settle() must wait for that re-list."""
+    server = McpServerSource(tools_server("demo", "--relist-delay", "0.5"), timeouts=FAST)
+    registry = ToolRegistry(mcp_servers=[server])
+    notices: list[list[str]] = []
+    registry.on_change(lambda definitions: notices.append([d.name for d in definitions]))
+    async with registry:
+        assert "demo__echo" in names(registry)
+        outcome = await call(registry, "demo__swap_tools")
+        assert outcome.content == "swapped"
+        assert "demo__echo" in names(registry)  # the re-list is still in flight
+
+        await registry.settle()
+        assert "demo__echo" not in names(registry)
+        assert names(registry)[-1] == "demo__late"
+        assert notices[-1] == names(registry)
+
+        assert (await call(registry, "demo__late", n=21)).content == "42"
+        gone = await call(registry, "demo__echo", text="x")
+        assert gone.error_code == ToolErrorCode.UNKNOWN_TOOL
+
+        await registry.settle()  # nothing pending: returns at once
+        with anyio.fail_after(1):
+            await registry.settle()
+
+
+async def test_a_server_that_exits_loses_its_tools_and_is_not_restarted_by_default():
+    registry = ToolRegistry(mcp_servers=[McpServerSource(tools_server(), timeouts=FAST)])
+    async with registry:
+        crashed = await call(registry, "demo__crash")
+        assert crashed.is_error and crashed.error_code == ToolErrorCode.TOOL_FAILED
+        assert names(registry) == []  # removed before the failed call even returned
+        assert registry.mcp_servers()[0].state is ServerState.STOPPED
+        await wait_until(lambda: bool(registry.problems()))
+        assert [problem.kind for problem in registry.problems()] == [ProblemKind.MCP_EXITED]
+        assert (await call(registry, "demo__echo", text="x")).error_code == ToolErrorCode.UNKNOWN_TOOL
+
+
+async def test_a_server_that_exits_is_restarted_with_backoff_when_configured():
+    policy = RestartPolicy(max_attempts=3, initial_delay=0.05, max_delay=1.0, stable_after=600)
+    source = McpServerSource(tools_server(restart=True), timeouts=FAST, restart_policy=policy)
+    registry = ToolRegistry(mcp_servers=[source])
+    async with registry:
+        first_pid = int((await call(registry, "demo__pid")).content)
+        await call(registry, "demo__crash")
+        assert names(registry) == []
+        assert registry.mcp_servers()[0].state is ServerState.RESTARTING
+
+        await wait_until(lambda: registry.mcp_servers()[0].state is ServerState.RUNNING)
+        assert names(registry) == DEMO_TOOLS
+        second_pid = int((await call(registry, "demo__pid")).content)
+        assert second_pid != first_pid and not running(first_pid)
+        restarting = [p for p in registry.problems() if p.kind is ProblemKind.MCP_RESTARTING]
+        assert [(p.attempt, p.max_attempts, p.delay) for p in restarting] == [(1, 3, 0.05)]
+    assert not running(second_pid)
+
+
+def test_restart_delays_double_up_to_the_cap():
+    policy = RestartPolicy(initial_delay=1, max_delay=30)
+    assert [policy.delay(n) for n in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
+
+
+async def test_a_server_that_keeps_failing_is_given_up_after_bounded_attempts():
+    spec = McpServerSpec("broken", sys.executable, [str(SERVERS / "crash_at_start.py")], restart=True)
+    policy = RestartPolicy(max_attempts=2, initial_delay=0.01, max_delay=0.02)
+    registry = ToolRegistry(mcp_servers=[McpServerSource(spec, timeouts=FAST, restart_policy=policy)])
+    async with registry:
+        await wait_until(lambda: registry.mcp_servers()[0].state is ServerState.FAILED)
+        kinds = [problem.kind for problem in registry.problems()]
+        assert kinds == [
+            ProblemKind.MCP_START_FAILED,
+            ProblemKind.MCP_RESTARTING,
+            ProblemKind.MCP_START_FAILED,
+            ProblemKind.MCP_RESTARTING,
+            ProblemKind.MCP_START_FAILED,
+            ProblemKind.MCP_GAVE_UP,
+        ]
+        assert [p.delay for p in registry.problems() if p.kind is ProblemKind.MCP_RESTARTING] == [0.01, 0.02]
+
+
+async def test_servers_that_cannot_start_are_reported_and_the_rest_goes_on(tmp_path):
+    missing = McpServerSpec("missing", str(tmp_path / "no-such-server"))
+    crashing = McpServerSpec("crashing", sys.executable, [str(SERVERS / "crash_at_start.py")])
+    registry = ToolRegistry(
+        plugins=[],
+        mcp_servers=[McpServerSource(missing, timeouts=FAST), McpServerSource(crashing, timeouts=FAST)],
+    )
+    reported = []
+    registry.on_problem(reported.append)
+    async with registry:
+        assert [status.state for status in registry.mcp_servers()] == [ServerState.FAILED, ServerState.FAILED]
+        assert names(registry) == []
+    problems = {problem.source: problem for problem in reported}
+    assert problems["missing"].kind is ProblemKind.MCP_START_FAILED
+    assert "command not found" in problems["missing"].message()
+    assert problems["crashing"].kind is ProblemKind.MCP_START_FAILED
+    assert "fatal: cannot open the configuration file" in problems["crashing"].message()
+    assert problems["crashing"].message().startswith("MCP server “crashing” could not start.")
+
+
+def test_mcp_names_are_namespaced_sanitised_and_deterministic():
+    assert mcp_tool_name("git", "status") == "git__status"
+    dotted = mcp_tool_name("git", "files.read")
+    assert dotted.startswith("git__files_read_") and len(dotted) == len("git__files_read_") + 8
+    assert dotted != mcp_tool_name("git", "files_read") == "git__files_read"
+    assert dotted == mcp_tool_name("git", "files.read")
+    long = mcp_tool_name("server", "x" * 100)
+    assert len(long) == 64 and long != mcp_tool_name("server", "x" * 101)
+    for name in (dotted, long, mcp_tool_name("my server", "工具")):
+        assert len(name) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
