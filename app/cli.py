@@ -357,9 +357,50 @@ def _inspect(options: argparse.Namespace, config: Config | None) -> int:
     return run(options, config)
 
 
+def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = subparsers.add_parser(
+        "run",
+        parents=[shared],
+        help=_("run one turn without the interface and print the answer"),
+        description=_(
+            "Send PROMPT as one turn, on the same session log the chat writes. The answer goes to "
+            "stdout (or every logged event as a JSON line with --json); tool changes, tool calls "
+            "and problems go to stderr."
+        ),
+        allow_abbrev=False,
+    )
+    parser.add_argument("prompt", metavar=_("PROMPT"), help=_("what to ask"))
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    parser.add_argument(
+        "--session", metavar=_("ID|FILE"), help=_("continue this session instead of starting one")
+    )
+    parser.add_argument(
+        "--json", action="store_true", help=_("print every logged event as one JSON line")
+    )
+    parser.add_argument(
+        "--approve",
+        action="store_true",
+        help=_("let tools that write files or run commands act without asking"),
+    )
+    parser.set_defaults(handler=_run_headless)
+
+
+def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
+    from app.agent.headless import run
+    from app.llm.routes import RouteConfigError
+
+    try:
+        return run(options, config)
+    except RouteConfigError as error:
+        return _fail(str(error), EXIT_USAGE)
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_sessions,
     _add_inspect,
+    _add_run,
 )
 
 

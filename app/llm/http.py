@@ -212,7 +212,7 @@ def _clip(text: str) -> str:
 
 def _scrub(event: StreamEvent, secret: str) -> StreamEvent:
     """Never let the key reach a failure message (a gateway may echo the header it refused)."""
-    if isinstance(event, Finish) and event.failure is not None and secret in event.failure.message:
+    if secret and isinstance(event, Finish) and event.failure is not None and secret in event.failure.message:
         message = event.failure.message.replace(secret, "[redacted]")
         return replace(event, failure=event.failure.model_copy(update={"message": message}))
     return event
@@ -271,7 +271,7 @@ class StreamingAdapter(ABC):
     def __init__(
         self,
         base_url: str,
-        api_key_env: str,
+        api_key_env: str | None,
         model: str,
         *,
         http_client: httpx.AsyncClient | None = None,
@@ -279,7 +279,8 @@ class StreamingAdapter(ABC):
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         """`http_client` is borrowed (never closed here); otherwise the adapter makes one on first
-        use, over `transport` when given (the offline model's), and `aclose()` closes it."""
+        use, over `transport` when given (the offline model's), and `aclose()` closes it.
+        `api_key_env` None: the endpoint takes no credential (the in-process offline model)."""
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.model = model
@@ -327,14 +328,16 @@ class StreamingAdapter(ABC):
         and re-raises `CancelledError` without a finish — asyncio requires a cancellation to
         propagate — so the loop sees the `CancelledError` itself and records the turn as aborted.
         """
-        api_key = os.environ.get(self.api_key_env, "").strip()
-        unusable = self._unusable_key(api_key)
-        if unusable is not None:
-            yield Finish("error", unusable)
-            return
+        api_key = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
+        if self.api_key_env:
+            unusable = self._unusable_key(api_key)
+            if unusable is not None:
+                yield Finish("error", unusable)
+                return
         translator, feed = self._translator()
         request_headers = {k: v for k, v in headers.items() if k.lower() not in self.credential_headers}
-        request_headers.update(self._credential(api_key))
+        if api_key:
+            request_headers.update(self._credential(api_key))
         watch = _AbortWatch(abort) if abort is not None else None
         try:
             wire_body = self._wire_body(body)

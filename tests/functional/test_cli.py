@@ -105,7 +105,7 @@ def test_without_a_command_prints_help(home: Path) -> None:
 
 
 def test_only_working_commands_are_offered(home: Path) -> None:
-    for missing in ("chat", "view", "run"):
+    for missing in ("chat", "view"):
         result = toolscope(home, missing)
         assert result.returncode == 2
         assert "invalid choice" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,140 @@
+"""`toolscope run`: one turn without the TUI, on the same session log the chat writes.
+
+stdout gets the answer as it streams (or, with `--json`, every appended event as one JSON line);
+stderr gets tool-change notices as they happen, worded exactly as the chat words them, tool-call
+progress and problems. Exit 0 when the turn completed, 1 when it failed, 2 for usage or config
+errors (raised to the CLI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from app.agent.loop import Agent, AgentListener
+from app.agent.notices import instructions_notice, tool_change_notice
+from app.agent.runtime import (
+    build_registry,
+    catalog_from,
+    default_route_id,
+    open_session,
+    system_prompt,
+)
+from app.config import Config
+from app.i18n import _
+from app.llm.stream import BlockDelta, BlockStart, StreamEvent
+from app.session.events import (
+    DeveloperMessage,
+    Envelope,
+    InstructionsUpdate,
+    ToolCall,
+    ToolResult,
+)
+from app.session.store import SessionStore
+from app.tools.approval import AutoApprover
+from app.tools.registry import SourceProblem
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+class HeadlessListener(AgentListener):
+    def __init__(self, *, json_events: bool, out: TextIO, err: TextIO) -> None:
+        self._json = json_events
+        self._out = out
+        self._err = err
+        self._text_blocks: set[int] = set()
+        self._wrote_text = False
+
+    def event_appended(self, event: Envelope) -> None:
+        if self._json:
+            self._out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            self._out.flush()
+        if isinstance(event, DeveloperMessage):
+            self._end_text_line()
+            if isinstance(event.data, InstructionsUpdate):
+                self.note(instructions_notice())
+            else:
+                for line in tool_change_notice(event.data).lines():
+                    self.note(line)
+        elif isinstance(event, ToolCall):
+            self._end_text_line()
+            self.note(_("→ {name} {arguments}").format(name=event.data.name, arguments=event.data.arguments))
+        elif isinstance(event, ToolResult) and event.data.is_error:
+            self.note(
+                _("✗ {name}: {message}").format(
+                    name=event.data.name,
+                    message=event.data.error.message if event.data.error else event.data.content,
+                )
+            )
+
+    def stream_event(self, event: StreamEvent) -> None:
+        if self._json:
+            return
+        if isinstance(event, BlockStart):
+            if event.kind == "text":
+                self._text_blocks.add(event.index)
+        elif isinstance(event, BlockDelta) and event.index in self._text_blocks:
+            self._out.write(event.text)
+            self._out.flush()
+            self._wrote_text = bool(event.text) or self._wrote_text
+
+    def problem(self, problem: SourceProblem) -> None:
+        self.note(problem.message())
+
+    def finish(self) -> None:
+        self._end_text_line()
+
+    def _end_text_line(self) -> None:
+        if self._wrote_text:
+            self._out.write("\n")
+            self._out.flush()
+            self._wrote_text = False
+        self._text_blocks.clear()
+
+    def note(self, line: str) -> None:
+        self._err.write(line + "\n")
+        self._err.flush()
+
+
+def run(options: argparse.Namespace, config: Config | None) -> int:
+    return asyncio.run(_run(options, config))
+
+
+async def _run(options: argparse.Namespace, config: Config | None) -> int:
+    catalog = catalog_from(config)
+    route_id = options.route or default_route_id(catalog, config)
+    catalog.get(route_id)
+    cwd = Path.cwd()
+    listener = HeadlessListener(json_events=options.json, out=sys.stdout, err=sys.stderr)
+    with open_session(SessionStore(), options.session, cwd) as writer:
+        if writer.torn_path is not None:
+            listener.note(_("A torn last line was set aside in {path}.").format(path=writer.torn_path))
+        if writer.repaired:
+            listener.note(_("The previous turn was left open by a crash; it is now closed as interrupted."))
+        registry = build_registry(config, cwd)
+        for problem in registry.problems():
+            listener.problem(problem)
+        registry.on_problem(listener.problem)
+        async with registry:
+            agent = Agent(
+                writer,
+                registry,
+                catalog,
+                route_id,
+                approver=AutoApprover(options.approve),
+                system=system_prompt(cwd),
+                listener=listener,
+            )
+            result = await agent.run_turn(options.prompt)
+        listener.finish()
+        if not options.json:
+            listener.note(_("Session: {id}").format(id=writer.id))
+    if result.failure is not None:
+        print(_("toolscope: error: {message}").format(message=result.failure.message), file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK

@@ -1,0 +1,82 @@
+"""From a route to something that can send a projected request: its wire body builder and adapter.
+
+`deepseek-chat` and `offline` routes speak the chat-completions wire (the offline model through an
+in-process transport); `anthropic-messages` routes the Messages wire; `openai-sdk` routes go through
+the official `openai` client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+
+from app.llm.anthropic.adapter import AnthropicAdapter
+from app.llm.anthropic.body import build_messages_request
+from app.llm.deepseek.adapter import DeepSeekAdapter
+from app.llm.deepseek.body import WireRequest, build_chat_request
+from app.llm.offline.transport import OfflineTransport
+from app.llm.projection import ProjectedRequest
+from app.llm.routes import Route
+from app.llm.stream import StreamEvent
+from app.session.events import RequestHeaderData
+
+
+class ModelClient(Protocol):
+    def build(self, projected: ProjectedRequest, header: RequestHeaderData) -> WireRequest: ...
+
+    def stream(self, wire: WireRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _StreamingAdapter(Protocol):
+    def stream(self, body: dict, headers: dict) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class _RouteClient:
+    route: Route
+    adapter: _StreamingAdapter
+
+    def build(self, projected: ProjectedRequest, header: RequestHeaderData) -> WireRequest:
+        if self.route.dialect == "anthropic-messages":
+            return build_messages_request(
+                projected,
+                model=self.route.model,
+                config=header.config,
+                default_max_tokens=self.route.max_output_tokens,
+            )
+        return build_chat_request(projected, model=self.route.model, config=header.config)
+
+    def stream(self, wire: WireRequest) -> AsyncIterator[StreamEvent]:
+        return self.adapter.stream(wire.body, wire.headers)
+
+    async def aclose(self) -> None:
+        await self.adapter.aclose()
+
+
+def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> ModelClient:
+    """A client for `route`; `http_client` is borrowed (tests point it at a loopback server)."""
+    if route.dialect == "anthropic-messages":
+        adapter: _StreamingAdapter = AnthropicAdapter(
+            route.base_url, route.api_key_env, route.model, http_client=http_client
+        )
+    elif route.dialect == "offline":
+        adapter = DeepSeekAdapter(
+            route.base_url,
+            None,
+            route.model,
+            transport=OfflineTransport((route.beta_header, route.tool_update_beta)),
+        )
+    elif route.dialect == "openai-sdk":
+        from app.llm.openai_sdk.adapter import OpenAISdkAdapter
+
+        adapter = OpenAISdkAdapter(route.base_url, route.api_key_env, route.model, http_client=http_client)
+    else:
+        adapter = DeepSeekAdapter(route.base_url, route.api_key_env, route.model, http_client=http_client)
+    return _RouteClient(route, adapter)
