@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pytest_textual_snapshot import SVGImageExtension
@@ -16,3 +17,7 @@ def _snapshot_dirname(cls: type[SVGImageExtension], *, test_location: PyTestLoca
 
 
 SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[method-assign,assignment]
+
+# The offline model paces its stream for people watching; tests (and the commands they start in
+# subprocesses, which inherit the environment) want it at full speed.
+os.environ.setdefault("TOOLSCOPE_OFFLINE_DELAY", "0")

@@ -22,7 +22,7 @@ from app.llm.routes import DEFAULT_BETA_HEADER, DEFAULT_TOOL_UPDATE_BETA, load_c
 from app.session.session import Session
 from app.session.store import SessionStore
 from tests.support.builder import LogBuilder, tool
-from tests.unit.llm.test_anthropic_body import assert_valid_anthropic_body
+from tests.support.oracles import assert_valid_anthropic_body
 
 READ, GREP, TIME = tool("read"), tool("grep"), tool("time")
 BETA = f"{DEFAULT_BETA_HEADER}: {DEFAULT_TOOL_UPDATE_BETA}"

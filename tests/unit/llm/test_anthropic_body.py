@@ -12,13 +12,10 @@ know, so validation alone would not notice a misspelt or invented field). The in
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from anthropic.types.anthropic_beta_param import AnthropicBetaParam
-from anthropic.types.beta.message_create_params import MessageCreateParamsStreaming
-from pydantic import BaseModel, TypeAdapter
 
 from app.llm.anthropic.body import (
     DEFAULT_MAX_TOKENS,
@@ -30,51 +27,11 @@ from app.llm.projection import BlockGroup, Declaration, ProjectedRequest, Update
 from app.llm.routes import DEFAULT_TOOL_UPDATE_BETA
 from app.session.events import ReasoningContent, TextContent, ToolCallContent, ToolDefinition
 from app.session.view import AssistantItem, SummaryItem, ToolResultItem, UserItem
+from tests.support.oracles import assert_valid_anthropic_body
 
-ORACLE = TypeAdapter(MessageCreateParamsStreaming)
 KNOWN_BETAS = typing.get_args(typing.get_args(AnthropicBetaParam)[1])
 BETA = ("anthropic-beta", DEFAULT_TOOL_UPDATE_BETA)
 MAX = DEFAULT_MAX_TOKENS
-
-
-# --- the oracle ----------------------------------------------------------------------------------
-
-
-def assert_valid_anthropic_body(body: dict[str, Any]) -> None:
-    """Validate `body` with the official beta request type; fail on any key it does not know."""
-    validated = _force(ORACLE.validate_python(body))
-    dropped = _dropped_keys(body, validated, "")
-    assert not dropped, f"keys the official request type does not know: {dropped}"
-
-
-def _force(value: Any) -> Any:
-    """`Iterable[...]` fields validate lazily (pydantic's ValidatorIterator): iterate them all."""
-    assert not isinstance(value, BaseModel), f"validated as a response type: {value!r}"
-    if isinstance(value, dict):
-        return {key: _force(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)) or isinstance(value, Iterator):
-        return [_force(item) for item in value]
-    return value
-
-
-def _dropped_keys(sent: Any, validated: Any, path: str) -> list[str]:
-    if isinstance(sent, dict):
-        missing: list[str] = []
-        for key, item in sent.items():
-            if key not in validated:
-                missing.append(f"{path}/{key}")
-            elif key != "input_schema":
-                # `input_schema` is any JSON Schema object (the type is a union with
-                # Dict[str, object]); the typed branch drops e.g. `additionalProperties`.
-                missing += _dropped_keys(item, validated[key], f"{path}/{key}")
-        return missing
-    if isinstance(sent, list):
-        return [
-            key
-            for index, (item, checked) in enumerate(zip(sent, validated, strict=True))
-            for key in _dropped_keys(item, checked, f"{path}/{index}")
-        ]
-    return []
 
 
 def build(request: ProjectedRequest, **config: Any) -> WireRequest:
