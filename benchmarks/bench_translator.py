@@ -125,7 +125,7 @@ def run_openai(pieces: list[bytes]) -> Calls:
     return [(c.id, c.function.name, c.function.arguments) for c in calls]
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
@@ -156,7 +156,8 @@ def main() -> None:
     ours_m, bare_m, openai_m = (statistics.median(timings[name]) for name in contenders)
     print(f"  ours vs (b): {openai / ours:.1f}× faster (median {openai_m / ours_m:.1f}×)   goal ≥ 20×")
     print(f"  ours vs (a): {bare / ours:.2f}× its speed (median {bare_m / ours_m:.2f}×)   goal ≥ 0.3×")
+    return 0 if openai / ours >= 20 and bare / ours >= 0.3 else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -106,7 +106,6 @@ class Agent:
         approver: Approver,
         system: str,
         config: Mapping[str, Any] | None = None,
-        policies: Mapping[str, RetryPolicy] | None = None,
         compaction: CompactionSettings = CompactionSettings(),
         connect_route: Callable[[Route], ModelClient] = connect,
         listener: AgentListener | None = None,
@@ -120,7 +119,6 @@ class Agent:
         self.route = catalog.get(route_id)
         self.system = system
         self.config = dict(config or {})
-        self._policies = dict(policies or {})
         self._compaction = compaction
         self._connect = connect_route
         self._clients: dict[str, ModelClient] = {}
@@ -237,7 +235,7 @@ class Agent:
                 RequestErrorData(turn=turn, step=step, route=self.route.id, failure=failure),
             )
             retry += 1
-            policy = self._policies.get(self.route.id, RetryPolicy())
+            policy = RetryPolicy.of(self.route)
             delay = policy.delay_for(failure, retry)
             if delay is None:
                 return failure

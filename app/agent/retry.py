@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.llm.errors import DEFAULT_RETRYABLE
+from app.llm.routes import Route
 from app.session.events import Failure
 
 
@@ -23,14 +23,15 @@ class RetryPolicy:
     jitter: float = 0.1
 
     @classmethod
-    def from_config(cls, table: dict[str, Any] | None) -> RetryPolicy:
-        """A route's `retry` table: `max_retries`, `base_delay`, `max_delay`, `jitter`, `retryable`."""
-        if not table:
-            return cls()
-        values = dict(table)
-        if "retryable" in values:
-            values["retryable"] = frozenset(values["retryable"])
-        return cls(**values)
+    def of(cls, route: Route) -> RetryPolicy:
+        """The policy a route configures (`max_retries`, `retry_base_delay`, `retry_max_delay`,
+        `retryable` in its `[[routes]]` table)."""
+        return cls(
+            retryable=frozenset(route.retryable),
+            max_retries=route.max_retries,
+            base_delay=route.retry_base_delay,
+            max_delay=route.retry_max_delay,
+        )
 
     def delay_for(self, failure: Failure, retry: int, rng: random.Random | None = None) -> float | None:
         """Seconds to wait before retry number `retry` (from 1), or None to give up."""

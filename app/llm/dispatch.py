@@ -64,7 +64,11 @@ def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> Mo
     """A client for `route`; `http_client` is borrowed (tests point it at a loopback server)."""
     if route.dialect == "anthropic-messages":
         adapter: _StreamingAdapter = AnthropicAdapter(
-            route.base_url, route.api_key_env, route.model, http_client=http_client
+            route.base_url,
+            route.api_key_env,
+            route.model,
+            http_client=http_client,
+            idle_timeout=route.idle_timeout,
         )
     elif route.dialect == "offline":
         adapter = DeepSeekAdapter(
@@ -76,7 +80,19 @@ def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> Mo
     elif route.dialect == "openai-sdk":
         from app.llm.openai_sdk.adapter import OpenAISdkAdapter
 
-        adapter = OpenAISdkAdapter(route.base_url, route.api_key_env, route.model, http_client=http_client)
+        adapter = OpenAISdkAdapter(
+            route.base_url,
+            route.api_key_env,
+            route.model,
+            http_client=http_client,
+            idle_timeout=route.idle_timeout,
+        )
     else:
-        adapter = DeepSeekAdapter(route.base_url, route.api_key_env, route.model, http_client=http_client)
+        adapter = DeepSeekAdapter(
+            route.base_url,
+            route.api_key_env,
+            route.model,
+            http_client=http_client,
+            idle_timeout=route.idle_timeout,
+        )
     return _RouteClient(route, adapter)

@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.i18n import N_, _
+from app.llm.errors import DEFAULT_RETRYABLE, FAILURE_CODES
 
 Dialect = Literal["deepseek-chat", "anthropic-messages", "openai-sdk", "offline"]
 ToolUpdateMode = Literal["none", "addition-only", "in-history"]
@@ -47,6 +48,12 @@ class Route(BaseModel):
     context_window: int = Field(default=128_000, gt=0)
     max_output_tokens: int = Field(default=8_192, gt=0)
     label: str = ""
+    # The retry policy of DESIGN §7, per route, and how long a silent stream may stall.
+    max_retries: int = Field(default=5, ge=0)
+    retry_base_delay: float = Field(default=0.5, gt=0)
+    retry_max_delay: float = Field(default=10.0, gt=0)
+    retryable: tuple[str, ...] = tuple(sorted(DEFAULT_RETRYABLE))
+    idle_timeout: float = Field(default=120.0, gt=0)
 
     @model_validator(mode="after")
     def _openai_sdk_declares_no_mode(self) -> Route:
@@ -288,6 +295,8 @@ def _checked_values(route_id: str, table: Mapping[str, Any]) -> dict[str, Any]:
             values[key] = table[key]
     if values.get("api_key_env") == "":
         values["api_key_env"] = None
+    if "retryable" in values:
+        values["retryable"] = tuple(values["retryable"])
     return values
 
 
@@ -356,6 +365,26 @@ def _header_name(key: str, value: Any) -> str | None:
     return _("'{key}' must be an HTTP header name (\"\" sends no beta header)").format(key=key)
 
 
+def _positive_number(key: str, value: Any) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return None
+    return _("'{key}' must be a positive number of seconds").format(key=key)
+
+
+def _count(key: str, value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return None
+    return _("'{key}' must be a whole number, 0 or more").format(key=key)
+
+
+def _failure_codes(key: str, value: Any) -> str | None:
+    if isinstance(value, list) and all(code in FAILURE_CODES for code in value):
+        return None
+    return _("'{key}' must be a list of failure codes from {codes}").format(
+        key=key, codes=", ".join(sorted(FAILURE_CODES))
+    )
+
+
 def _positive_int(key: str, value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return None
@@ -375,4 +404,9 @@ _CHECKS: dict[str, ValueCheck] = {
     "context_window": _positive_int,
     "max_output_tokens": _positive_int,
     "label": _non_empty_string,
+    "max_retries": _count,
+    "retry_base_delay": _positive_number,
+    "retry_max_delay": _positive_number,
+    "retryable": _failure_codes,
+    "idle_timeout": _positive_number,
 }

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from app.agent.loop import Agent, CompactionSettings
-from app.agent.retry import RetryPolicy
 from app.llm.deepseek.body import WireRequest, build_chat_request
 from app.llm.errors import AUTH, MALFORMED_TOOL_CALL, SERVER, Failure
 from app.llm.routes import load_catalog
@@ -257,9 +256,19 @@ async def test_a_non_retryable_failure_ends_the_turn_with_its_message(store, wor
 
 async def test_retries_stop_at_the_policy_maximum(store, workspace):
     client = ScriptedClient([failure(SERVER)] * 3)
-    policies = {"offline/demo": RetryPolicy(max_retries=2)}
+    catalog = load_catalog([{"id": "offline/demo", "max_retries": 2}])
     with store.create(workspace) as writer:
-        result = await scripted_agent(writer, workspace, client, policies=policies).run_turn("hi")
+        agent = Agent(
+            writer,
+            registry_for(workspace),
+            catalog,
+            "offline/demo",
+            approver=AutoApprover(False),
+            system="s",
+            connect_route=lambda route: client,
+            sleep=_no_sleep,
+        )
+        result = await agent.run_turn("hi")
     assert result.reason == "error" and len(client.bodies) == 3
 
 
