@@ -40,6 +40,7 @@ from app.tools.registry import SourceProblem
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
 
 
 class HeadlessListener(AgentListener):
@@ -102,7 +103,13 @@ class HeadlessListener(AgentListener):
 
 
 def run(options: argparse.Namespace, config: Config | None) -> int:
-    return asyncio.run(_run(options, config))
+    try:
+        return asyncio.run(_run(options, config))
+    except KeyboardInterrupt:
+        # asyncio.run cancelled the turn first, so the log already holds its closers.
+        print(file=sys.stdout)
+        print(_("Interrupted: the turn was closed as aborted."), file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 async def _run(options: argparse.Namespace, config: Config | None) -> int:
@@ -130,7 +137,10 @@ async def _run(options: argparse.Namespace, config: Config | None) -> int:
                 system=system_prompt(cwd),
                 listener=listener,
             )
-            result = await agent.run_turn(options.prompt)
+            try:
+                result = await agent.run_turn(options.prompt)
+            finally:
+                await agent.aclose()
         listener.finish()
         if not options.json:
             listener.note(_("Session: {id}").format(id=writer.id))

@@ -44,6 +44,7 @@ from app.session.events import (
     UserMessageData,
 )
 from app.session.headers import instructions_message, needs_new_header, tool_registry_message
+from app.session.session import Session
 from app.session.store import TOOL_NOT_STARTED, SessionWriter
 from app.session.view import SummaryItem, UserItem
 from app.tools.approval import Approver
@@ -130,7 +131,6 @@ class Agent:
             writer.session.tool_history().sequence,
             max((m.sequence for m in view.messages if isinstance(m, SummaryItem)), default=0),
         )
-        self._resumed = view.current_header is not None
         self._headers_this_run = 0
         self._compact_before_next_request = False
         # What a cancel must close: the reply being streamed, the calls of the current reply
@@ -142,8 +142,14 @@ class Agent:
     # --- public controls ---------------------------------------------------------------------------
 
     @property
-    def session(self):  # type: ignore[no-untyped-def]
+    def session(self) -> Session:
         return self.writer.session
+
+    async def aclose(self) -> None:
+        """Close the model clients this agent opened (one per route used)."""
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            await client.aclose()
 
     def switch_route(self, route_id: str) -> None:
         """A route switch is a header change, not a new sequence (DESIGN §3)."""
