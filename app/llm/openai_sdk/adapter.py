@@ -1,0 +1,240 @@
+"""The `openai-sdk` adapter: one streamed chat completion through the official `openai` client.
+
+The route exists to show what a library-backed client receives (seed 000's `pi-ai` role), so the
+client does the HTTP and this maps its results onto the same contract as the other adapters:
+- The chunks go through `DeepSeekTranslator`, the same wire's translator, so seed 004's identity
+  rules hold here too. The client's own accumulator (`chat.completions.stream()`) concatenates
+  every string member, so a continuation delta repeating a call's `id` would double it; it is not
+  used.
+- The client ends its iteration at `[DONE]` and at a clean EOF alike. The response counts as
+  complete when its choice reported a finish reason; an end before that is `STREAM_CLOSED`.
+- Exceptions become failures through `app.llm.http`'s mapping (status and wording, `Retry-After`,
+  transport errors), so the codes and messages are the other adapters' own. Failures always
+  arrive as an error `Finish`; `abort` and cancellation behave as in `StreamingAdapter.stream`.
+- Retries are the loop's job: the client never retries (`max_retries=0`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, TypeVar
+
+import httpx
+import openai
+from openai.resources.chat.completions import AsyncCompletions
+
+from app.i18n import _
+from app.llm.deepseek.translator import DeepSeekTranslator
+from app.llm.errors import MALFORMED_RESPONSE, Failure
+
+# The abort watch and the key scrubbing are the HTTP adapters' own, shared rather than re-implemented.
+from app.llm.http import (
+    DEFAULT_IDLE_TIMEOUT,
+    StreamingAdapter,
+    _Aborted,
+    _AbortWatch,
+    _scrub,
+    failure_from_error_payload,
+    failure_from_status,
+    failure_from_transport_error,
+    stream_timeout,
+)
+from app.llm.stream import Finish, StreamEvent
+
+T = TypeVar("T")
+
+_CALL_SWITCHES = frozenset({"stream", "stream_options", "extra_headers", "extra_query", "extra_body", "timeout"})
+_SDK_PARAMETERS = frozenset(inspect.signature(AsyncCompletions.create).parameters) - {"self"} - _CALL_SWITCHES
+"""Body keys `create()` takes as keyword arguments. Any other key (DeepSeek's `thinking`) travels in
+`extra_body`, so the wire body is exactly the one the builder made and the inspector shows."""
+
+_UNSENT_KEY = "unsent"
+"""The client refuses to start without a key. A route without a credential gets this one and the
+`Authorization` header omitted, so it never leaves the process (and `OPENAI_API_KEY` is not read)."""
+
+
+class OpenAISdkAdapter:
+    credential_headers = frozenset({"authorization"})
+
+    # The HTTP adapters' credential rule and message (missing, or not sendable in a header); the
+    # method reads nothing but `api_key_env`.
+    _unusable_key = StreamingAdapter._unusable_key
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key_env: str | None,
+        model: str,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        """`http_client` is borrowed (never closed here); otherwise the adapter makes one on first
+        use and `aclose()` closes it. The client always runs over httpx, so a transport error maps
+        exactly as in the other adapters. `api_key_env` None: the endpoint takes no credential."""
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.model = model
+        self.idle_timeout = idle_timeout
+        self._borrowed_client = http_client
+        self._own_client: httpx.AsyncClient | None = None
+
+    async def aclose(self) -> None:
+        if self._own_client is not None:
+            await self._own_client.aclose()
+            self._own_client = None
+
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._borrowed_client is not None:
+            return self._borrowed_client
+        if self._own_client is None:
+            self._own_client = httpx.AsyncClient()
+        return self._own_client
+
+    async def stream(
+        self, body: dict[str, Any], headers: Mapping[str, str], *, abort: asyncio.Event | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """Send `body` (a `deepseek-chat` body) with `headers`; yield stream events ending in exactly
+        one `Finish`. Setting `abort` ends the stream at once with `Finish("aborted")`; cancelling the
+        consumer closes the connection and re-raises `CancelledError` without a finish.
+
+        The key is read from the environment now, so a key set after start-up is used; that is also
+        why the `openai` client is made per request (it holds the key), over one shared httpx client.
+        """
+        api_key = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
+        if self.api_key_env:
+            unusable = self._unusable_key(api_key)
+            if unusable is not None:
+                yield Finish("error", unusable)
+                return
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=api_key or _UNSENT_KEY,
+            http_client=self._http_client(),
+            max_retries=0,
+            timeout=stream_timeout(self.idle_timeout),
+        )
+        watch = _AbortWatch(abort) if abort is not None else None
+        try:
+            async for event in self._exchange(client, self._arguments(body, headers, api_key), watch):
+                yield _scrub(event, api_key)
+        finally:
+            if watch is not None:
+                watch.close()
+
+    def _arguments(self, body: Mapping[str, Any], headers: Mapping[str, str], api_key: str) -> dict[str, Any]:
+        """`create()`'s arguments: the body (its `model` wins over the route's) with streaming and
+        the usage chunk switched on, plus `headers` (never a credential: that comes from the env)."""
+        wire = {"model": self.model, **body}
+        wire.pop("stream", None)
+        stream_options = wire.pop("stream_options", None)
+        extra_headers: dict[str, Any] = {
+            name: value for name, value in headers.items() if name.lower() not in self.credential_headers
+        }
+        if not api_key:
+            extra_headers["Authorization"] = openai.Omit()
+        return {
+            **{key: value for key, value in wire.items() if key in _SDK_PARAMETERS},
+            "stream": True,
+            "stream_options": {
+                **(stream_options if isinstance(stream_options, dict) else {}),
+                "include_usage": True,
+            },
+            "extra_headers": extra_headers,
+            "extra_body": {key: value for key, value in wire.items() if key not in _SDK_PARAMETERS} or None,
+        }
+
+    async def _exchange(
+        self, client: openai.AsyncOpenAI, arguments: dict[str, Any], watch: _AbortWatch | None
+    ) -> AsyncIterator[StreamEvent]:
+        async def read(awaitable: Awaitable[T]) -> T:
+            if watch is None:
+                return await awaitable
+            try:
+                return await watch.read(awaitable)
+            except TimeoutError:
+                if watch.abort.is_set():
+                    raise _Aborted from None
+                raise
+
+        translator = DeepSeekTranslator()
+        chunks: openai.AsyncStream[Any] | None = None
+        final: list[StreamEvent]
+        try:
+            chunks = await read(client.chat.completions.create(**arguments))
+            finish_reported = False
+            while True:
+                if watch is not None and watch.abort.is_set():
+                    raise _Aborted
+                try:
+                    chunk = await read(anext(chunks))
+                except StopAsyncIteration:
+                    final = translator.feed("[DONE]") if finish_reported else translator.end_of_stream()
+                    break
+                finish_reported = finish_reported or _reports_finish(chunk)
+                produced = translator.feed(_payload(chunk))
+                if translator.finished:
+                    final = produced
+                    break
+                for event in produced:
+                    yield event
+        except _Aborted:
+            final = translator.abort()
+        except openai.APIError as error:
+            final = translator.fail(self._failure(error))
+        except json.JSONDecodeError:
+            # The client parses each `data:` payload itself and gives up on one that is not JSON.
+            final = translator.fail(
+                Failure(
+                    code=MALFORMED_RESPONSE,
+                    message=_("The provider sent a malformed stream chunk ({member}).").format(member="data"),
+                )
+            )
+        finally:
+            if chunks is not None:
+                await chunks.close()
+        for event in final:
+            yield event
+
+    def _failure(self, error: openai.APIError) -> Failure:
+        if isinstance(error, openai.APIStatusError):
+            # The client has read the error body; classify it from the bytes like the HTTP adapters.
+            response = error.response
+            return failure_from_status(response.status_code, response.content, response.headers)
+        if isinstance(error, openai.APIConnectionError):
+            return failure_from_transport_error(_transport_cause(error), self.idle_timeout)
+        # An `error` member inside the stream: the client raises it with the member as `body`.
+        return failure_from_error_payload(error.body)
+
+
+def _payload(chunk: object) -> str:
+    """A chunk as the JSON text the translator reads. The client builds chunk models without
+    validating them, so unknown members (`reasoning_content`, `prompt_cache_hit_tokens`), `null` or
+    empty identity and wrong types all survive; a payload that is not an object arrives as the bare
+    JSON value and the translator rejects it."""
+    if isinstance(chunk, openai.BaseModel):
+        return chunk.to_json(indent=None, warnings=False)
+    return json.dumps(chunk)
+
+
+def _reports_finish(chunk: object) -> bool:
+    choices = getattr(chunk, "choices", None)
+    return isinstance(choices, list) and any(getattr(choice, "finish_reason", None) for choice in choices)
+
+
+def _transport_cause(error: openai.APIConnectionError) -> httpx.RequestError | httpx.InvalidURL:
+    """The httpx error the client wrapped, for `failure_from_transport_error`: a stall is `TIMEOUT`,
+    a connect timeout, refusal or reset `TRANSPORT`, as in the other adapters. The client also wraps
+    a few non-httpx errors (TLS, anyio); those are restated as the httpx error the client's verdict
+    names (a timeout, or a transport failure)."""
+    cause = error.__cause__
+    if isinstance(cause, (httpx.RequestError, httpx.InvalidURL)):
+        return cause
+    detail = str(cause) if cause is not None and str(cause) else error.message
+    if isinstance(error, openai.APITimeoutError):
+        return httpx.ReadTimeout(detail)
+    return httpx.TransportError(detail)
