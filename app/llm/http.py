@@ -210,7 +210,24 @@ def _clip(text: str) -> str:
     return text if len(text) <= DETAIL_LIMIT else text[: DETAIL_LIMIT - 1] + "…"
 
 
-def _scrub(event: StreamEvent, secret: str) -> StreamEvent:
+def unusable_key(api_key_env: str, api_key: str) -> Failure | None:
+    """Why the key cannot be sent, naming its variable (never the key itself), or None."""
+    if not api_key:
+        return Failure(
+            code=MISSING_CREDENTIAL,
+            message=_("No API key: set the environment variable {name}.").format(name=api_key_env),
+        )
+    if not (api_key.isascii() and api_key.isprintable()):
+        return Failure(
+            code=AUTH,
+            message=_("The API key in {name} has characters an HTTP header cannot carry.").format(
+                name=api_key_env
+            ),
+        )
+    return None
+
+
+def scrub_secret(event: StreamEvent, secret: str) -> StreamEvent:
     """Never let the key reach a failure message (a gateway may echo the header it refused)."""
     if secret and isinstance(event, Finish) and event.failure is not None and secret in event.failure.message:
         message = event.failure.message.replace(secret, "[redacted]")
@@ -227,7 +244,7 @@ async def _read_capped(response: httpx.Response) -> bytes:
     return bytes(body[:ERROR_BODY_LIMIT])
 
 
-class _AbortWatch:
+class AbortWatch:
     """Lets `abort.set()` interrupt a read in progress, and only a read: never one of the consumer's
     own awaits between two events. Each read runs in an `asyncio.timeout(None)` scope that the abort
     expires at once; asyncio then turns its own cancellation into `TimeoutError` (and leaves any
@@ -257,7 +274,7 @@ class _AbortWatch:
         self._waiter.cancel()
 
 
-class _Aborted(Exception):
+class StreamAborted(Exception):
     pass
 
 
@@ -330,7 +347,7 @@ class StreamingAdapter(ABC):
         """
         api_key = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
         if self.api_key_env:
-            unusable = self._unusable_key(api_key)
+            unusable = unusable_key(self.api_key_env, api_key)
             if unusable is not None:
                 yield Finish("error", unusable)
                 return
@@ -338,30 +355,15 @@ class StreamingAdapter(ABC):
         request_headers = {k: v for k, v in headers.items() if k.lower() not in self.credential_headers}
         if api_key:
             request_headers.update(self._credential(api_key))
-        watch = _AbortWatch(abort) if abort is not None else None
+        watch = AbortWatch(abort) if abort is not None else None
         try:
             wire_body = self._wire_body(body)
             async for event in self._exchange(translator, feed, wire_body, request_headers, watch):
-                yield _scrub(event, api_key)
+                yield scrub_secret(event, api_key)
         finally:
             if watch is not None:
                 watch.close()
 
-    def _unusable_key(self, api_key: str) -> Failure | None:
-        """Why the key cannot be sent, naming its variable (never the key itself), or None."""
-        if not api_key:
-            return Failure(
-                code=MISSING_CREDENTIAL,
-                message=_("No API key: set the environment variable {name}.").format(name=self.api_key_env),
-            )
-        if not (api_key.isascii() and api_key.isprintable()):
-            return Failure(
-                code=AUTH,
-                message=_("The API key in {name} has characters an HTTP header cannot carry.").format(
-                    name=self.api_key_env
-                ),
-            )
-        return None
 
     async def _exchange(
         self,
@@ -369,7 +371,7 @@ class StreamingAdapter(ABC):
         feed: Callable[[ServerSentEvent], list[StreamEvent]],
         body: dict[str, Any],
         headers: dict[str, str],
-        watch: _AbortWatch | None,
+        watch: AbortWatch | None,
     ) -> AsyncIterator[StreamEvent]:
         async def read(awaitable: Awaitable[T]) -> T:
             if watch is None:
@@ -378,7 +380,7 @@ class StreamingAdapter(ABC):
                 return await watch.read(awaitable)
             except TimeoutError:
                 if watch.abort.is_set():
-                    raise _Aborted from None
+                    raise StreamAborted from None
                 raise
 
         final: list[StreamEvent]
@@ -409,7 +411,7 @@ class StreamingAdapter(ABC):
                     stack.push_async_callback(events.aclose)
                     while True:
                         if watch is not None and watch.abort.is_set():
-                            raise _Aborted
+                            raise StreamAborted
                         try:
                             sse = await read(anext(events))
                         except StopAsyncIteration:
@@ -421,7 +423,7 @@ class StreamingAdapter(ABC):
                             break
                         for event in produced:
                             yield event
-        except _Aborted:
+        except StreamAborted:
             final = translator.abort()
         except (httpx.RequestError, httpx.InvalidURL) as error:
             final = translator.fail(failure_from_transport_error(error, self.idle_timeout))

@@ -34,14 +34,14 @@ from app.llm.errors import MALFORMED_RESPONSE, Failure
 # The abort watch and the key scrubbing are the HTTP adapters' own, shared rather than re-implemented.
 from app.llm.http import (
     DEFAULT_IDLE_TIMEOUT,
-    StreamingAdapter,
-    _Aborted,
-    _AbortWatch,
-    _scrub,
+    AbortWatch,
+    StreamAborted,
     failure_from_error_payload,
     failure_from_status,
     failure_from_transport_error,
+    scrub_secret,
     stream_timeout,
+    unusable_key,
 )
 from app.llm.stream import Finish, StreamEvent
 
@@ -59,10 +59,6 @@ _UNSENT_KEY = "unsent"
 
 class OpenAISdkAdapter:
     credential_headers = frozenset({"authorization"})
-
-    # The HTTP adapters' credential rule and message (missing, or not sendable in a header); the
-    # method reads nothing but `api_key_env`.
-    _unusable_key = StreamingAdapter._unusable_key
 
     def __init__(
         self,
@@ -107,7 +103,7 @@ class OpenAISdkAdapter:
         """
         api_key = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
         if self.api_key_env:
-            unusable = self._unusable_key(api_key)
+            unusable = unusable_key(self.api_key_env, api_key)
             if unusable is not None:
                 yield Finish("error", unusable)
                 return
@@ -118,10 +114,10 @@ class OpenAISdkAdapter:
             max_retries=0,
             timeout=stream_timeout(self.idle_timeout),
         )
-        watch = _AbortWatch(abort) if abort is not None else None
+        watch = AbortWatch(abort) if abort is not None else None
         try:
             async for event in self._exchange(client, self._arguments(body, headers, api_key), watch):
-                yield _scrub(event, api_key)
+                yield scrub_secret(event, api_key)
         finally:
             if watch is not None:
                 watch.close()
@@ -149,7 +145,7 @@ class OpenAISdkAdapter:
         }
 
     async def _exchange(
-        self, client: openai.AsyncOpenAI, arguments: dict[str, Any], watch: _AbortWatch | None
+        self, client: openai.AsyncOpenAI, arguments: dict[str, Any], watch: AbortWatch | None
     ) -> AsyncIterator[StreamEvent]:
         async def read(awaitable: Awaitable[T]) -> T:
             if watch is None:
@@ -158,7 +154,7 @@ class OpenAISdkAdapter:
                 return await watch.read(awaitable)
             except TimeoutError:
                 if watch.abort.is_set():
-                    raise _Aborted from None
+                    raise StreamAborted from None
                 raise
 
         translator = DeepSeekTranslator()
@@ -169,7 +165,7 @@ class OpenAISdkAdapter:
             finish_reported = False
             while True:
                 if watch is not None and watch.abort.is_set():
-                    raise _Aborted
+                    raise StreamAborted
                 try:
                     chunk = await read(anext(chunks))
                 except StopAsyncIteration:
@@ -182,7 +178,7 @@ class OpenAISdkAdapter:
                     break
                 for event in produced:
                     yield event
-        except _Aborted:
+        except StreamAborted:
             final = translator.abort()
         except openai.APIError as error:
             final = translator.fail(self._failure(error))
