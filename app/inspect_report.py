@@ -7,9 +7,9 @@ state and `defer_loading`, the update blocks, the beta header, a fallback reason
 provider's cached prefix is kept (and where it breaks), and the full wire body. `docs/inspect.md`
 describes every field.
 
-`openai-sdk` routes show the chat-completions body built by the deepseek-chat builder (their
-projection has no blocks and no `defer_loading`, so it is what the openai client sends); `offline`
-routes show the deepseek-chat body, the wire the offline model reads.
+Bodies are built exactly as the agent builds them (`app.llm.dispatch.build_wire`): `openai-sdk`
+routes show the chat-completions body the openai client sends, `offline` routes the deepseek-chat
+body the offline model reads.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from typing import Any, TextIO
 
 from app.config import Config, ConfigError, load_config
 from app.i18n import _, ngettext
-from app.llm.anthropic.body import WirePlacementError, build_messages_request
-from app.llm.deepseek.body import WireRequest, build_chat_request
+from app.llm.anthropic.body import WirePlacementError
+from app.llm.deepseek.body import WireRequest
+from app.llm.dispatch import build_wire
 from app.llm.prefix import PrefixResult, prefix_kept
 from app.llm.projection import ProjectedRequest, describe_fallback, project_request
 from app.llm.routes import Route, RouteCatalog, RouteConfigError, load_catalog
@@ -168,15 +169,6 @@ def _route_report(
     else:
         prefix = prefix_kept(previous.body, wire.body, route.dialect)
     return RouteReport(route, projected, wire, None, prefix)
-
-
-def build_wire(projected: ProjectedRequest, route: Route, config: dict[str, Any]) -> WireRequest:
-    """The body `route` sends: its own model, the request's settings."""
-    if route.dialect == "anthropic-messages":
-        return build_messages_request(
-            projected, model=route.model, config=config, default_max_tokens=route.max_output_tokens
-        )
-    return build_chat_request(projected, model=route.model, config=config)
 
 
 def report_json(session_id: str, reports: Sequence[RequestReport]) -> dict[str, Any]:

@@ -7,9 +7,9 @@ the official `openai` client.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -18,6 +18,7 @@ from app.llm.anthropic.body import build_messages_request
 from app.llm.deepseek.adapter import DeepSeekAdapter
 from app.llm.deepseek.body import WireRequest, build_chat_request
 from app.llm.offline.transport import OfflineTransport
+from app.llm.openai_sdk.body import build_openai_request
 from app.llm.projection import ProjectedRequest
 from app.llm.routes import Route
 from app.llm.stream import StreamEvent
@@ -44,20 +45,24 @@ class _RouteClient:
     adapter: _StreamingAdapter
 
     def build(self, projected: ProjectedRequest, header: RequestHeaderData) -> WireRequest:
-        if self.route.dialect == "anthropic-messages":
-            return build_messages_request(
-                projected,
-                model=self.route.model,
-                config=header.config,
-                default_max_tokens=self.route.max_output_tokens,
-            )
-        return build_chat_request(projected, model=self.route.model, config=header.config)
+        return build_wire(projected, self.route, header.config)
 
     def stream(self, wire: WireRequest) -> AsyncIterator[StreamEvent]:
         return self.adapter.stream(wire.body, wire.headers)
 
     async def aclose(self) -> None:
         await self.adapter.aclose()
+
+
+def build_wire(projected: ProjectedRequest, route: Route, config: Mapping[str, Any]) -> WireRequest:
+    """The body and headers `route` sends for `projected`: its own model, the request's settings."""
+    if route.dialect == "anthropic-messages":
+        return build_messages_request(
+            projected, model=route.model, config=config, default_max_tokens=route.max_output_tokens
+        )
+    if route.dialect == "openai-sdk":
+        return build_openai_request(projected, model=route.model, config=config)
+    return build_chat_request(projected, model=route.model, config=config)
 
 
 def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> ModelClient:

@@ -229,3 +229,28 @@ def test_a_developer_message_in_the_conversation_is_refused():
     stray = ContextItem(seq=2, message=InstructionsUpdate(id="d1", text="x", header_seq=0))
     with pytest.raises(TypeError):
         build(projected([user(1), stray]))
+
+
+def test_openai_sdk_routes_send_openai_settings_with_the_same_messages():
+    from app.llm.dispatch import build_wire
+    from app.llm.routes import load_catalog
+
+    catalog = load_catalog()
+    projected = ProjectedRequest(
+        route_id="openai/gpt",
+        system="Be brief.",
+        declarations=(),
+        conversation=(UserItem(seq=0, id="u1", text="hi"),),
+        groups=(),
+        beta=None,
+        fallback=None,
+    )
+    config = {"temperature": 0.2, "max_tokens": 100, "reasoning_effort": "low"}
+    openai_body = build_wire(projected, catalog.get("openai/gpt"), config).body
+    deepseek_body = build_wire(projected, catalog.get("deepseek/deepseek-flash"), config).body
+    assert openai_body["messages"] == deepseek_body["messages"]
+    assert {k: openai_body[k] for k in ("temperature", "max_completion_tokens", "reasoning_effort")} == {
+        "temperature": 0.2, "max_completion_tokens": 100, "reasoning_effort": "low",
+    }
+    assert "max_tokens" not in openai_body and "thinking" not in openai_body
+    assert deepseek_body["thinking"] == {"type": "enabled"} and deepseek_body["max_tokens"] == 100
