@@ -278,6 +278,30 @@ class StreamAborted(Exception):
     pass
 
 
+class ClientHolder:
+    """An adapter's httpx client: a borrowed one (never closed here), or one made on first use
+    (over `transport` when given) that `aclose()` closes."""
+
+    def __init__(
+        self, borrowed: httpx.AsyncClient | None, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self._borrowed = borrowed
+        self._transport = transport
+        self._own: httpx.AsyncClient | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        if self._borrowed is not None:
+            return self._borrowed
+        if self._own is None:
+            self._own = httpx.AsyncClient(transport=self._transport)
+        return self._own
+
+    async def aclose(self) -> None:
+        if self._own is not None:
+            await self._own.aclose()
+            self._own = None
+
+
 class StreamingAdapter(ABC):
     """One provider endpoint spoken over SSE. A dialect supplies the path, the credential headers,
     the wire body and a translator; this class does the request and maps every failure."""
@@ -302,21 +326,13 @@ class StreamingAdapter(ABC):
         self.api_key_env = api_key_env
         self.model = model
         self.idle_timeout = idle_timeout
-        self._borrowed_client = http_client
-        self._transport = transport
-        self._own_client: httpx.AsyncClient | None = None
+        self._clients = ClientHolder(http_client, transport)
 
     async def aclose(self) -> None:
-        if self._own_client is not None:
-            await self._own_client.aclose()
-            self._own_client = None
+        await self._clients.aclose()
 
     def _client(self) -> httpx.AsyncClient:
-        if self._borrowed_client is not None:
-            return self._borrowed_client
-        if self._own_client is None:
-            self._own_client = httpx.AsyncClient(transport=self._transport)
-        return self._own_client
+        return self._clients.get()
 
     # What a dialect defines.
 

@@ -35,6 +35,7 @@ from app.llm.errors import MALFORMED_RESPONSE, Failure
 from app.llm.http import (
     DEFAULT_IDLE_TIMEOUT,
     AbortWatch,
+    ClientHolder,
     StreamAborted,
     failure_from_error_payload,
     failure_from_status,
@@ -76,20 +77,10 @@ class OpenAISdkAdapter:
         self.api_key_env = api_key_env
         self.model = model
         self.idle_timeout = idle_timeout
-        self._borrowed_client = http_client
-        self._own_client: httpx.AsyncClient | None = None
+        self._clients = ClientHolder(http_client)
 
     async def aclose(self) -> None:
-        if self._own_client is not None:
-            await self._own_client.aclose()
-            self._own_client = None
-
-    def _http_client(self) -> httpx.AsyncClient:
-        if self._borrowed_client is not None:
-            return self._borrowed_client
-        if self._own_client is None:
-            self._own_client = httpx.AsyncClient()
-        return self._own_client
+        await self._clients.aclose()
 
     async def stream(
         self, body: dict[str, Any], headers: Mapping[str, str], *, abort: asyncio.Event | None = None
@@ -110,7 +101,7 @@ class OpenAISdkAdapter:
         client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key or _UNSENT_KEY,
-            http_client=self._http_client(),
+            http_client=self._clients.get(),
             max_retries=0,
             timeout=stream_timeout(self.idle_timeout),
         )
