@@ -6,7 +6,7 @@ the wrong JSON type, and an empty `callId`. JSON keys are camelCase; Python attr
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -311,23 +311,9 @@ Event = Annotated[
 ]
 
 EVENT_TYPES: dict[str, type[Envelope]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        TurnStart,
-        TurnEnd,
-        StepStart,
-        StepEnd,
-        UserMessage,
-        RequestHeader,
-        DeveloperMessage,
-        AssistantMessage,
-        ToolCall,
-        ToolResult,
-        RequestError,
-        Retry,
-        CompactionSummary,
-    )
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
 }
+"""Event class by its `type`, in the union's order."""
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 HEADER_ADAPTER: TypeAdapter[SessionHeader] = TypeAdapter(SessionHeader)
