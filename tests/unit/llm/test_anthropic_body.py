@@ -6,7 +6,7 @@ validated copy still holds every key we sent (the SDK's TypedDicts silently drop
 know, so validation alone would not notice a misspelt or invented field). The installed SDK knows
 `role: "system"` messages, `tool_addition`/`tool_removal` blocks with `tool_reference` tools, and
 `defer_loading`, so nothing of our bodies escapes the oracle except the inside of `input_schema`
-(see `_dropped_keys`).
+(see `tests/support/oracles.py`).
 """
 
 from __future__ import annotations
