@@ -6,9 +6,9 @@ TOOLSCOPE_HOME and measures, interleaved:
   until the first user message, count the lines;
 - `list_sessions()` cold (index cache deleted first) and warm (cache present).
 Figures: warm / naive (goal ≤ 0.2: the index makes a listing at least 5× cheaper than reading
-the files) and cold / naive (goal ≤ 1.5: building the index costs about one read of the files). For a person, the wall time of the
-whole `toolscope sessions` command is printed next to `toolscope --version`, the floor of starting
-the program. Exits 1 when a goal does not hold.
+the files) and cold / naive (goal ≤ 1.5: building the index costs about one read of the files).
+For a person, the wall time of the whole `toolscope sessions` command is printed next to
+`toolscope --version`, the floor of starting the program. Exits 1 when a goal does not hold.
 
     .venv/bin/python benchmarks/bench_sessions.py [--sessions N] [--rounds N]
 """
