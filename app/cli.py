@@ -332,7 +332,7 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
         allow_abbrev=False,
     )
     parser.add_argument(
-        "session", metavar=_("SESSION"), help=_("a session id (in the sessions dir) or a file path")
+        "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
     )
     parser.add_argument(
         "--request",
@@ -371,10 +371,10 @@ def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentPa
         ),
         allow_abbrev=False,
     )
-    parser.add_argument("prompt", metavar=_("PROMPT"), help=_("what to ask"))
+    parser.add_argument("prompt", metavar="PROMPT", help=_("what to ask"))
     parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
     parser.add_argument(
-        "--session", metavar=_("ID|FILE"), help=_("continue this session instead of starting one")
+        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
     )
     parser.add_argument(
         "--json", action="store_true", help=_("print every logged event as one JSON line")

@@ -321,13 +321,13 @@ def _declaration_rows(report: RouteReport) -> list[str]:
         "initial": _("initial"),
         "added": _("added"),
         "retained-removed": _("retained after removal"),
-        "explicit-deferred": _("deferred on request"),
+        "explicit-deferred": _("deferred at the tool's request"),
     }
     rows = [
         [
             declaration.tool.name,
             states[declaration.state],
-            _("defer_loading") if declaration.defer_loading else "",
+            "defer_loading" if declaration.defer_loading else "",
         ]
         for declaration in report.projected.declarations
     ]

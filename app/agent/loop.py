@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.agent.retry import RetryPolicy
-from app.i18n import _
+from app.i18n import _, ngettext
 from app.llm.dispatch import ModelClient, connect
 from app.llm.errors import ABORTED
 from app.llm.projection import project_tool_updates
@@ -55,6 +55,11 @@ COMPACTION_PROMPT = (
     "facts learned from tools (with file names and values), and what remains to do. Be concise."
 )
 """Model-facing, so fixed English: the summary must not depend on the UI language."""
+
+INTERRUPTED_RUNNING = "Interrupted by the user before the tool finished; its outcome is unknown."
+INTERRUPTED_NOT_STARTED = "Interrupted by the user before the tool started."
+"""Tool results the model reads in later requests: fixed English like every model-facing text;
+a front end shows the error code in the interface language."""
 
 
 class AgentListener:
@@ -173,9 +178,11 @@ class Agent:
                         "error",
                         failure=Failure(
                             code="MAX_STEPS",
-                            message=_("Stopped after {n} steps without a final answer.").format(
-                                n=self._max_steps
-                            ),
+                            message=ngettext(
+                                "Stopped after {n} step without a final answer.",
+                                "Stopped after {n} steps without a final answer.",
+                                self._max_steps,
+                            ).format(n=self._max_steps),
                         ),
                     )
                 self._append("step/start", StepData(turn=turn, step=step))
@@ -453,10 +460,10 @@ class Agent:
             for call in list(self._unanswered):
                 # Every call of the reply gets an answer, or no provider would accept the history.
                 if call.call_id in self._started:
-                    outcome = _interrupted(_("Interrupted before the tool finished."))
+                    outcome = _interrupted(INTERRUPTED_RUNNING)
                 else:
                     self._append_call(turn, step.number, call)
-                    outcome = _interrupted(_("Interrupted before the tool started."), TOOL_NOT_STARTED)
+                    outcome = _interrupted(INTERRUPTED_NOT_STARTED, TOOL_NOT_STARTED)
                 self._append_result(turn, step.number, call, outcome)
             self._append("step/end", StepData(turn=turn, step=step.number))
         self._append("turn/end", TurnEndData(turn=turn, reason="aborted"))
@@ -492,7 +499,7 @@ def _interrupted(message: str, code: str = ABORTED) -> ToolOutcome:
 def _failure_of(reply: _Reply) -> Failure | None:
     finish = reply.finish
     if finish is None:
-        return Failure(code="STREAM_CLOSED", message=_("The reply ended without a finish."))
+        return Failure(code="STREAM_CLOSED", message=_("The reply was cut off before the provider finished it."))
     if finish.reason == "error":
         return finish.failure
     return None

@@ -176,7 +176,7 @@ def failure_from_transport_error(
 def _failure(code: str, detail: str, *, status: int | None, retry_after_ms: int | None) -> Failure:
     summary = _(_SUMMARIES[code])
     if status is not None:
-        summary = f"{summary} (HTTP {status})"
+        summary = _("{summary} (HTTP {status})").format(summary=summary, status=status)
     message = _("{summary}: {detail}").format(summary=summary, detail=detail) if detail else summary
     return Failure(code=code, message=message, status=status, retry_after_ms=retry_after_ms)
 
