@@ -1,0 +1,145 @@
+"""Tool changes end to end (DESIGN §3, §5, §6; seed 000): a real MCP server swaps its tools in the
+middle of a call, and the real `toolscope run` logs the change once, says so on stderr, and sends
+it in the very next request the way each route can carry it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from app import i18n
+from app.agent.notices import tool_change_notice
+from app.session.events import Event
+from tests.functional.e2e.harness import (
+    KEY,
+    RouteSpec,
+    RunResult,
+    Workbench,
+    answer,
+    calls,
+    declared,
+    events_of,
+    of_type,
+    request_bodies,
+    run,
+    toolscope_run,
+    update_blocks,
+)
+from tests.functional.llm.sse_server import SSEServer
+
+SWAP = "lab__swap_tools"
+ADDED = "lab__late"
+REMOVED = "lab__echo"
+BETA_HEADER = "anthropic-beta"
+BETA_VALUE = "mid-conversation-tool-changes-2026-07-01"
+ROUTES = {
+    "addition-only": RouteSpec("e2e/addition-only", tool_update="addition-only"),
+    "in-history": RouteSpec("e2e/in-history", tool_update="in-history", system_prompt="in-history"),
+    "none": RouteSpec("e2e/none", tool_update="none"),
+}
+RELIST_DELAY = 0.5
+"""The MCP server answers `tools/list` this late after the swap, so the re-list is still in flight
+when the swap call returns: a loop that did not settle would send the old tools one request late."""
+
+
+@pytest.fixture(autouse=True)
+def english() -> Iterator[None]:
+    """The expected notice is worded in the language the subprocess runs in (`--lang en`)."""
+    previous = i18n.current_language()
+    i18n.set_language("en")
+    yield
+    i18n.set_language(previous)
+
+
+async def swap_then_call_the_removed_tool(bench: Workbench, route: RouteSpec) -> tuple[RunResult, SSEServer]:
+    replies = (
+        calls(("call-swap", SWAP, "{}")),
+        calls(("call-echo", REMOVED, '{"text": "still there?"}')),
+        answer("The echo tool is gone, so I stopped there."),
+    )
+    async with SSEServer(*replies) as server:
+        bench.write_config(server.base_url, list(ROUTES.values()), mcp_relist_delay=RELIST_DELAY)
+        result = await toolscope_run(bench, "--route", route.id, "Swap the lab tools, then echo a word.")
+    return result, server
+
+
+def tool_names(header: Event) -> list[str]:
+    return [tool.name for tool in header.data.tools]
+
+
+def result_for(events: tuple[Event, ...], call_id: str) -> Event:
+    (result,) = [e for e in of_type(events, "tool/result") if e.data.call_id == call_id]
+    return result
+
+
+def message_calling(events: tuple[Event, ...], call_id: str) -> Event:
+    (message,) = [
+        e
+        for e in of_type(events, "assistant/message")
+        if any(getattr(part, "call_id", None) == call_id for part in e.data.content)
+    ]
+    return message
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", list(ROUTES))
+def test_a_swap_during_a_call_is_logged_once_and_sent_in_the_next_request(bench: Workbench, mode: str) -> None:
+    route = ROUTES[mode]
+    result, server = run(swap_then_call_the_removed_tool(bench, route))
+    assert result.returncode == 0, result.stderr
+    events = events_of(bench.only_session())
+
+    # The log does not depend on the route: two headers, one developer message between them.
+    headers = of_type(events, "request/header")
+    assert [header.data.reason for header in headers] == ["initial", "change"]
+    before, after = headers
+    assert {SWAP, REMOVED} <= set(tool_names(before)) and ADDED not in tool_names(before)
+    assert ADDED in tool_names(after) and REMOVED not in tool_names(after)
+    (update,) = of_type(events, "developer/message")
+    assert update.data.source == "tool-registry"
+    assert [(a.name, a.header_seq) for a in update.data.additions] == [(ADDED, after.seq)]
+    assert update.data.removals == (REMOVED,)
+    assert events[update.seq - 1] is after, "the message belongs to the header just before it"
+
+    # Not one request late: the changed header precedes the request that answers the swap.
+    assert result_for(events, "call-swap").seq < after.seq < message_calling(events, "call-echo").seq
+
+    # The removed tool fails as UNKNOWN_TOOL and the turn still completes.
+    echo = result_for(events, "call-echo")
+    assert echo.data.is_error and echo.data.error is not None and echo.data.error.code == "UNKNOWN_TOOL"
+    assert [len(of_type(events, kind)) for kind in ("assistant/message", "agent/request-error")] == [3, 0]
+    assert of_type(events, "turn/end")[-1].data.reason == "completed"
+
+    # stderr carries the notice exactly as the chat words it.
+    assert "\n".join(tool_change_notice(update.data).lines()) in result.stderr
+
+    # The wire: the first request knows nothing of the change; the second carries it per route.
+    bodies = request_bodies(server)
+    assert len(bodies) == 3
+    assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in server.received)
+    first, second = bodies[0], bodies[1]
+    assert update_blocks(first) == [] and BETA_HEADER not in server.received[0].headers
+    assert REMOVED in declared(first) and ADDED not in declared(first)
+    beta_sent = server.received[1].headers.get(BETA_HEADER)
+    tools = declared(second)
+    if mode == "addition-only":
+        assert update_blocks(second) == [("tool_addition", ADDED)]
+        assert tools[ADDED].get("defer_loading") is True
+        assert REMOVED not in tools
+        assert beta_sent == BETA_VALUE
+    elif mode == "in-history":
+        assert update_blocks(second) == [("tool_addition", ADDED), ("tool_removal", REMOVED)]
+        assert tools[ADDED].get("defer_loading") is True
+        assert REMOVED in tools and "defer_loading" not in tools[REMOVED]
+        assert beta_sent == BETA_VALUE
+    else:
+        assert update_blocks(second) == []
+        assert ADDED in tools and "defer_loading" not in tools[ADDED]
+        assert REMOVED not in tools
+        assert beta_sent is None
+    # The last request keeps the second's prefix and answers the call to the removed tool.
+    last = bodies[2]
+    assert last["tools"] == second["tools"]
+    assert last["messages"][: len(second["messages"])] == second["messages"]
+    assert [m["tool_call_id"] for m in last["messages"] if m["role"] == "tool"] == ["call-swap", "call-echo"]
