@@ -31,6 +31,8 @@ from app.session.events import (
     DeveloperMessage,
     Envelope,
     InstructionsUpdate,
+    RequestError,
+    Retry,
     ToolCall,
     ToolResult,
 )
@@ -65,6 +67,22 @@ class HeadlessListener(AgentListener):
         elif isinstance(event, ToolCall):
             self._end_text_line()
             self.note(_("→ {name} {arguments}").format(name=event.data.name, arguments=event.data.arguments))
+        elif isinstance(event, RequestError):
+            # A failed attempt's streamed text is not the answer: a retry starts on a new line.
+            self._end_text_line()
+            self.note(
+                _("✗ {code}: {message}").format(
+                    code=event.data.failure.code, message=event.data.failure.message
+                )
+            )
+        elif isinstance(event, Retry):
+            self.note(
+                _("retrying in {delay:.1f} s ({retry} of {max_retries})").format(
+                    delay=event.data.delay_ms / 1000,
+                    retry=event.data.retry,
+                    max_retries=event.data.max_retries,
+                )
+            )
         elif isinstance(event, ToolResult) and event.data.is_error:
             self.note(
                 _("✗ {name}: {message}").format(

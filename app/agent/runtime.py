@@ -10,7 +10,6 @@ from app.config import Config
 from app.llm.routes import RouteCatalog, load_catalog
 from app.session.store import SessionStore, SessionWriter
 from app.tools.builtins import Workspace, builtin_tools
-from app.tools.mcp_source import McpServerSource, McpServerSpec
 from app.tools.plugins import available_plugins
 from app.tools.registry import ToolRegistry
 
@@ -42,6 +41,9 @@ def default_route_id(catalog: RouteCatalog, config: Config | None) -> str:
 
 def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
     servers = config.mcp.servers if config is not None else {}
+    if servers:
+        # The MCP SDK costs about half a second to import: only when a server is configured.
+        from app.tools.mcp_source import McpServerSource, McpServerSpec
     return ToolRegistry(
         builtins=builtin_tools(Workspace(cwd)),
         plugins=available_plugins(),

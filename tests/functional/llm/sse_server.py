@@ -73,7 +73,8 @@ class SSEServer:
         try:
             if self._replies:
                 await asyncio.wait_for(self._serve(self._replies.pop(0), reader, writer), HANDLER_LIMIT)
-        except (asyncio.TimeoutError, ConnectionError):
+        except (asyncio.TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            # A client that timed out, reset or was killed mid-request: nothing left to serve.
             pass
         finally:
             self._handlers.discard(task)
