@@ -99,11 +99,12 @@ class RouteSpec:
     id: str
     tool_update: str = "addition-only"
     system_prompt: str = "top"
+    idle_timeout: float | None = None
 
 
-def route_table(base_url: str, route: RouteSpec) -> dict[str, str]:
+def route_table(base_url: str, route: RouteSpec) -> dict[str, str | float]:
     """The `[[routes]]` table of a DeepSeek-format route to the loopback server."""
-    return {
+    table: dict[str, str | float] = {
         "id": route.id,
         "dialect": "deepseek-chat",
         "model": "e2e-model",
@@ -112,6 +113,9 @@ def route_table(base_url: str, route: RouteSpec) -> dict[str, str]:
         "tool_update": route.tool_update,
         "system_prompt": route.system_prompt,
     }
+    if route.idle_timeout is not None:
+        table["idle_timeout"] = route.idle_timeout
+    return table
 
 
 @dataclass
