@@ -56,9 +56,16 @@ class Mcp(_Section):
     servers: dict[str, McpServer] = Field(default_factory=dict)
 
 
+class Compaction(_Section):
+    auto: bool = True
+    share: float = Field(default=0.8, gt=0, le=1)
+    """Compact before the next request once a reply's input uses this share of the context window."""
+
+
 class Config(_Section):
     defaults: Defaults = Field(default_factory=Defaults)
     plugins: Plugins = Field(default_factory=Plugins)
+    compaction: Compaction = Field(default_factory=Compaction)
     mcp: Mcp = Field(default_factory=Mcp)
     # Route overrides, validated by the route catalog (it knows which keys each entry takes).
     routes: list[dict[str, Any]] = Field(default_factory=list)

@@ -20,6 +20,7 @@ from app.agent.notices import instructions_notice, tool_change_notice
 from app.agent.runtime import (
     build_registry,
     catalog_from,
+    compaction_settings,
     default_route_id,
     open_session,
     system_prompt,
@@ -154,6 +155,7 @@ async def _run(options: argparse.Namespace, config: Config | None) -> int:
                 approver=AutoApprover(options.approve),
                 system=system_prompt(cwd),
                 listener=listener,
+                compaction=compaction_settings(config),
             )
             try:
                 result = await agent.run_turn(options.prompt)

@@ -204,6 +204,11 @@ class Agent:
 
     async def compact(self) -> SummaryItem:
         """Summarise the conversation in an auxiliary request and start a new sequence."""
+        view = self.session.view()
+        if not view.messages:
+            raise CompactionError(
+                Failure(code="NOTHING_TO_COMPACT", message=_("There is nothing to compact yet."))
+            )
         await self.tools.settle()
         header = self._sync_header()
         view = self.session.view()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app.agent.loop import CompactionSettings
 from app.config import Config
 from app.llm.routes import RouteCatalog, load_catalog
 from app.session.store import SessionStore, SessionWriter
@@ -62,6 +63,13 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
             for name, server in servers.items()
         ],
     )
+
+
+def compaction_settings(config: Config | None) -> CompactionSettings:
+    """`[compaction] auto`, `share` from the config."""
+    if config is None:
+        return CompactionSettings()
+    return CompactionSettings(auto=config.compaction.auto, share=config.compaction.share)
 
 
 def open_session(store: SessionStore, ref: str | None, cwd: Path) -> SessionWriter:

@@ -154,3 +154,11 @@ def test_config_file_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("TOOLSCOPE_CONFIG", str(tmp_path / "env.toml"))
     assert config_file() == tmp_path / "env.toml"
     assert config_file("given.toml") == Path("given.toml")
+
+
+def test_compaction_settings_are_read_and_checked(english: None) -> None:
+    config = parse_config("[compaction]\nauto = false\nshare = 0.5\n", Path("config.toml"))
+    assert (config.compaction.auto, config.compaction.share) == (False, 0.5)
+    assert Config().compaction.share == 0.8
+    assert "[compaction]" in _error("[compaction]\nshare = 1.5\n")
+    assert "unknown key 'sharing'" in _error("[compaction]\nsharing = 0.5\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.loop import Agent, CompactionSettings
+from app.agent.loop import Agent, CompactionError, CompactionSettings
 from app.llm.deepseek.body import WireRequest, build_chat_request
 from app.llm.errors import AUTH, MALFORMED_TOOL_CALL, SERVER, Failure
 from app.llm.routes import load_catalog
@@ -360,3 +360,11 @@ async def test_cancelling_during_a_tool_answers_every_call(store, workspace):
     assert results["c1"].error.code == "ABORTED"
     assert results["c2"].error.code == "TOOL_NOT_STARTED"
     assert view.turns[0].end_reason == "aborted"
+
+
+async def test_compacting_an_empty_session_is_refused_and_logs_nothing(store, workspace):
+    with store.create(workspace) as writer:
+        agent = agent_for(writer, registry_for(workspace))
+        with pytest.raises(CompactionError):
+            await agent.compact()
+        assert writer.session.events == ()
