@@ -38,6 +38,7 @@ from app.paths import config_file, sessions_dir
 from app.session.errors import SessionError, SessionNotFoundError
 from app.session.session import Session
 from app.session.view import ModelRequest
+from app.terminal import printable
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -312,7 +313,7 @@ def _route_lines(report: RouteReport, paint: _Painter) -> list[str]:
     if report.wire is not None:
         lines += section("body", [""])
         body = json.dumps(report.wire.body, ensure_ascii=False, indent=2)
-        lines += [paint.dim(BODY_INDENT + line) for line in body.splitlines()]
+        lines += [paint.dim(BODY_INDENT + printable(line)) for line in body.splitlines()]
     return lines
 
 
@@ -325,7 +326,7 @@ def _declaration_rows(report: RouteReport) -> list[str]:
     }
     rows = [
         [
-            declaration.tool.name,
+            printable(declaration.tool.name),
             states[declaration.state],
             "defer_loading" if declaration.defer_loading else "",
         ]
@@ -344,8 +345,9 @@ def _block_rows(report: RouteReport) -> list[str]:
     for block, position in _blocks(report):
         where = f"/messages/{position}" if position is not None else "-"
         what = json.dumps(block.text, ensure_ascii=False) if block.kind == "text" else block.name
+        what = printable(what or "")
         source = _("from developer message seq {seq}").format(seq=block.seq)
-        rows.append([where, kinds[block.kind], what or "", source])
+        rows.append([where, kinds[block.kind], what, source])
     return _columns(rows)
 
 

@@ -39,6 +39,7 @@ from app.session.events import (
 )
 from app.session.store import SessionStore
 from app.tools.approval import AutoApprover
+from app.terminal import PrintableStream, printable
 from app.tools.registry import SourceProblem
 
 EXIT_OK = 0
@@ -53,6 +54,7 @@ class HeadlessListener(AgentListener):
         self._err = err
         self._text_blocks: set[int] = set()
         self._wrote_text = False
+        self._printer = PrintableStream()
 
     def event_appended(self, event: Envelope) -> None:
         if self._json:
@@ -99,9 +101,10 @@ class HeadlessListener(AgentListener):
             if event.kind == "text":
                 self._text_blocks.add(event.index)
         elif isinstance(event, BlockDelta) and event.index in self._text_blocks:
-            self._out.write(event.text)
+            shown = self._printer.feed(event.text)
+            self._out.write(shown)
             self._out.flush()
-            self._wrote_text = bool(event.text) or self._wrote_text
+            self._wrote_text = bool(shown) or self._wrote_text
 
     def problem(self, problem: SourceProblem) -> None:
         self.note(problem.message())
@@ -110,6 +113,7 @@ class HeadlessListener(AgentListener):
         self._end_text_line()
 
     def _end_text_line(self) -> None:
+        self._printer.reset()
         if self._wrote_text:
             self._out.write("\n")
             self._out.flush()
@@ -117,7 +121,8 @@ class HeadlessListener(AgentListener):
         self._text_blocks.clear()
 
     def note(self, line: str) -> None:
-        self._err.write(line + "\n")
+        """One line to stderr; tool arguments and provider messages in it are shown literally."""
+        self._err.write(printable(line) + "\n")
         self._err.flush()
 
 

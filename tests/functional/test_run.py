@@ -135,3 +135,13 @@ def test_ctrl_c_closes_the_turn_and_keeps_the_visible_text(env, workspace):
     (assistant,) = [i for i in view.items if type(i).__name__ == "AssistantItem"]
     assert assistant.interrupted and assistant.text and out.startswith(assistant.text)
     assert view.turns[0].end_reason == "aborted"
+
+
+def test_escape_sequences_from_tools_and_models_never_reach_the_terminal(env, workspace):
+    (workspace / "evil.txt").write_text("before\x1b]0;pwned\x07\x1b[2Jafter\n")
+    result = run(env, workspace, "use read_file on evil.txt")
+    assert result.returncode == 0, result.stderr
+    assert "beforeafter" in result.stdout
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    # The log keeps the text exactly as the tool returned it.
+    assert b"\\u001b]0;pwned" in only_session(env).read_bytes()
