@@ -284,7 +284,10 @@ def _session_row(summary: SessionSummary) -> list[str]:
     if summary.problem is not None:
         return [summary.id, "-", _problem_text(summary.problem), "-", _human_size(summary.size)]
     created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
-    return [summary.id, created, summary.title, str(summary.events), _human_size(summary.size)]
+    from app.terminal import printable
+
+    title = printable(summary.title)
+    return [summary.id, created, title, str(summary.events), _human_size(summary.size)]
 
 
 def _problem_text(problem: str) -> str:
