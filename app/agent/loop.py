@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,7 @@ from app.session.events import (
 from app.session.headers import instructions_message, needs_new_header, tool_registry_message
 from app.session.session import Session
 from app.session.store import TOOL_NOT_STARTED, SessionWriter
-from app.session.view import SummaryItem, UserItem
+from app.session.view import Message, SummaryItem, UserItem
 from app.tools.approval import Approver
 from app.tools.registry import ToolContext, ToolOutcome, ToolRegistry
 
@@ -213,7 +213,8 @@ class Agent:
         header = self._sync_header()
         view = self.session.view()
         messages = (*view.messages, UserItem(seq=-1, id="compaction", text=COMPACTION_PROMPT))
-        reply = await self._stream(header, messages)
+        # Its stream is not the conversation's: listeners see the summary once it is logged.
+        reply = await self._stream(header, messages, show=False)
         failure = _failure_of(reply)
         if failure is not None:
             raise CompactionError(failure)
@@ -277,7 +278,9 @@ class Agent:
             # The request goes on with the full history; the provider may still accept it.
             self._compact_before_next_request = False
 
-    async def _stream(self, header: RequestHeaderData, messages) -> _Reply:  # type: ignore[no-untyped-def]
+    async def _stream(
+        self, header: RequestHeaderData, messages: Sequence[Message], *, show: bool = True
+    ) -> _Reply:
         projected = project_tool_updates(messages, self.session.tool_history(), self.route)
         client = self._client()
         wire = client.build(projected, header)
@@ -289,7 +292,8 @@ class Agent:
         calls: dict[int, ToolCallContent] = {}
         try:
             async for event in client.stream(wire):
-                self.listener.stream_event(event)
+                if show:
+                    self.listener.stream_event(event)
                 if isinstance(event, BlockStart):
                     kinds[event.index] = event.kind
                     blocks[event.index] = []

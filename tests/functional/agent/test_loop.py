@@ -368,3 +368,27 @@ async def test_compacting_an_empty_session_is_refused_and_logs_nothing(store, wo
         with pytest.raises(CompactionError):
             await agent.compact()
         assert writer.session.events == ()
+
+
+async def test_the_compaction_request_is_not_streamed_to_listeners(store, workspace):
+    from app.agent.loop import AgentListener
+
+    class Recorder(AgentListener):
+        def __init__(self) -> None:
+            self.streamed: list[object] = []
+            self.logged: list[str] = []
+
+        def stream_event(self, event) -> None:  # type: ignore[no-untyped-def]
+            self.streamed.append(event)
+
+        def event_appended(self, event) -> None:  # type: ignore[no-untyped-def]
+            self.logged.append(event.type)
+
+    listener = Recorder()
+    with store.create(workspace) as writer:
+        agent = agent_for(writer, registry_for(workspace), listener=listener)
+        await agent.run_turn("hello")
+        streamed = len(listener.streamed)
+        await agent.compact()
+    assert streamed > 0 and len(listener.streamed) == streamed
+    assert listener.logged[-1] == "compaction/summary"
