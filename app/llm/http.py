@@ -275,7 +275,19 @@ class AbortWatch:
 
 
 class StreamAborted(Exception):
-    pass
+    """Raised out of a read that `abort` interrupted; the adapter turns it into `Finish("aborted")`."""
+
+
+async def read_unless_aborted(watch: AbortWatch | None, awaitable: Awaitable[T]) -> T:
+    """Await one read of the response; `StreamAborted` if the watch's abort interrupted it."""
+    if watch is None:
+        return await awaitable
+    try:
+        return await watch.read(awaitable)
+    except TimeoutError:
+        if watch.abort.is_set():
+            raise StreamAborted from None
+        raise
 
 
 class ClientHolder:
@@ -389,15 +401,8 @@ class StreamingAdapter(ABC):
         headers: dict[str, str],
         watch: AbortWatch | None,
     ) -> AsyncIterator[StreamEvent]:
-        async def read(awaitable: Awaitable[T]) -> T:
-            if watch is None:
-                return await awaitable
-            try:
-                return await watch.read(awaitable)
-            except TimeoutError:
-                if watch.abort.is_set():
-                    raise StreamAborted from None
-                raise
+        def read(awaitable: Awaitable[T]) -> Awaitable[T]:
+            return read_unless_aborted(watch, awaitable)
 
         final: list[StreamEvent]
         try:

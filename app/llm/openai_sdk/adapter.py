@@ -40,6 +40,7 @@ from app.llm.http import (
     failure_from_error_payload,
     failure_from_status,
     failure_from_transport_error,
+    read_unless_aborted,
     scrub_secret,
     stream_timeout,
     unusable_key,
@@ -138,15 +139,8 @@ class OpenAISdkAdapter:
     async def _exchange(
         self, client: openai.AsyncOpenAI, arguments: dict[str, Any], watch: AbortWatch | None
     ) -> AsyncIterator[StreamEvent]:
-        async def read(awaitable: Awaitable[T]) -> T:
-            if watch is None:
-                return await awaitable
-            try:
-                return await watch.read(awaitable)
-            except TimeoutError:
-                if watch.abort.is_set():
-                    raise StreamAborted from None
-                raise
+        def read(awaitable: Awaitable[T]) -> Awaitable[T]:
+            return read_unless_aborted(watch, awaitable)
 
         translator = DeepSeekTranslator()
         chunks: openai.AsyncStream[Any] | None = None
