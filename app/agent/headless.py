@@ -144,7 +144,12 @@ async def _run(options: argparse.Namespace, config: Config | None) -> int:
     listener = HeadlessListener(json_events=options.json, out=sys.stdout, err=sys.stderr)
     with open_session(SessionStore(), options.session, cwd) as writer:
         if writer.torn_path is not None:
-            listener.note(_("A torn last line was set aside in {path}.").format(path=writer.torn_path))
+            listener.note(
+                _(
+                    "The last line of the session was incomplete (left by a crash); "
+                    "it was set aside in {path}."
+                ).format(path=writer.torn_path)
+            )
         if writer.repaired:
             listener.note(_("The previous turn was left open by a crash; it is now closed as interrupted."))
         registry = build_registry(config, cwd)

@@ -36,6 +36,10 @@ class SessionLockedError(SessionError):
 
 
 class SessionNotFoundError(SessionError):
+    """No session file for `ref` (an id under the sessions dir, or a path)."""
+
     def __init__(self, ref: str) -> None:
+        from app.i18n import _
+
         self.ref = ref
-        super().__init__(ref)
+        super().__init__(_("no session {ref} (neither a session id nor a file)").format(ref=ref))
