@@ -56,6 +56,13 @@ class Mcp(_Section):
     servers: dict[str, McpServer] = Field(default_factory=dict)
 
 
+class Tools(_Section):
+    extra_roots: list[str] = Field(default_factory=list)
+    """Directories the file tools may use besides the working directory (`~` is expanded)."""
+    command_timeout: float = Field(default=120.0, gt=0)
+    """Seconds `run_command` waits by default before it kills the command."""
+
+
 class Compaction(_Section):
     auto: bool = True
     share: float = Field(default=0.8, gt=0, le=1)
@@ -65,6 +72,7 @@ class Compaction(_Section):
 class Config(_Section):
     defaults: Defaults = Field(default_factory=Defaults)
     plugins: Plugins = Field(default_factory=Plugins)
+    tools: Tools = Field(default_factory=Tools)
     compaction: Compaction = Field(default_factory=Compaction)
     mcp: Mcp = Field(default_factory=Mcp)
     # Route overrides, validated by the route catalog (it knows which keys each entry takes).

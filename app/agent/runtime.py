@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 from app.agent.loop import CompactionSettings
-from app.config import Config
+from app.config import Config, Tools
 from app.llm.routes import RouteCatalog, load_catalog
 from app.session.store import SessionStore, SessionWriter
-from app.tools.builtins import Workspace, builtin_tools
+from app.tools.builtins import CommandSettings, Workspace, builtin_tools
 from app.tools.plugins import available_plugins
 from app.tools.registry import ToolRegistry
 
@@ -45,8 +45,14 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
     if servers:
         # The MCP SDK costs about half a second to import: only when a server is configured.
         from app.tools.mcp_source import McpServerSource, McpServerSpec
+    tools = config.tools if config is not None else Tools()
+    workspace = Workspace(cwd, tuple(Path(root).expanduser() for root in tools.extra_roots))
+    commands = CommandSettings(
+        default_timeout=tools.command_timeout,
+        max_timeout=max(tools.command_timeout, CommandSettings.max_timeout),
+    )
     return ToolRegistry(
-        builtins=builtin_tools(Workspace(cwd)),
+        builtins=builtin_tools(workspace, commands=commands),
         plugins=available_plugins(),
         enabled_plugins=config.plugins.enabled if config is not None else (),
         mcp_servers=[

@@ -145,3 +145,15 @@ def test_escape_sequences_from_tools_and_models_never_reach_the_terminal(env, wo
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     # The log keeps the text exactly as the tool returned it.
     assert b"\\u001b]0;pwned" in only_session(env).read_bytes()
+
+
+def test_file_tools_stay_in_the_working_directory_unless_configured(env, workspace, tmp_path):
+    outside = tmp_path / "notes"
+    outside.mkdir()
+    (outside / "todo.txt").write_text("buy milk\n")
+    refused = run(env, workspace, f"use read_file on {outside / 'todo.txt'}")
+    assert "PATH_OUTSIDE_WORKSPACE" in Session.open(only_session(env)).path.read_text()
+    assert "buy milk" not in refused.stdout
+    (tmp_path / "config.toml").write_text(f'[tools]\nextra_roots = ["{outside}"]\n')
+    allowed = run(env, workspace, f"use read_file on {outside / 'todo.txt'}")
+    assert allowed.returncode == 0 and "buy milk" in allowed.stdout

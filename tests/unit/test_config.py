@@ -162,3 +162,10 @@ def test_compaction_settings_are_read_and_checked(english: None) -> None:
     assert Config().compaction.share == 0.8
     assert "[compaction]" in _error("[compaction]\nshare = 1.5\n")
     assert "unknown key 'sharing'" in _error("[compaction]\nsharing = 0.5\n")
+
+
+def test_tools_settings_are_read_and_checked(english: None) -> None:
+    config = parse_config('[tools]\nextra_roots = ["~/notes"]\ncommand_timeout = 30\n', Path("config.toml"))
+    assert (config.tools.extra_roots, config.tools.command_timeout) == (["~/notes"], 30)
+    assert "[tools]" in _error("[tools]\ncommand_timeout = 0\n")
+    assert "[tools]" in _error('[tools]\nextra_roots = "~/notes"\n')
