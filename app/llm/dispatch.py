@@ -67,33 +67,16 @@ def build_wire(projected: ProjectedRequest, route: Route, config: Mapping[str, A
 
 def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> ModelClient:
     """A client for `route`; `http_client` is borrowed (tests point it at a loopback server)."""
-    if route.dialect == "anthropic-messages":
-        adapter: _StreamingAdapter = AnthropicAdapter(
-            route.base_url,
-            route.api_key_env,
-            route.model,
-            http_client=http_client,
-            idle_timeout=route.idle_timeout,
-        )
-    elif route.dialect == "offline":
-        adapter = DeepSeekAdapter(
+    if route.dialect == "offline":
+        # The offline model answers in-process: no socket, no key, nothing to time out.
+        adapter: _StreamingAdapter = DeepSeekAdapter(
             route.base_url,
             None,
             route.model,
             transport=OfflineTransport((route.beta_header, route.tool_update_beta)),
         )
-    elif route.dialect == "openai-sdk":
-        from app.llm.openai_sdk.adapter import OpenAISdkAdapter
-
-        adapter = OpenAISdkAdapter(
-            route.base_url,
-            route.api_key_env,
-            route.model,
-            http_client=http_client,
-            idle_timeout=route.idle_timeout,
-        )
     else:
-        adapter = DeepSeekAdapter(
+        adapter = _adapter_class(route)(
             route.base_url,
             route.api_key_env,
             route.model,
@@ -101,3 +84,14 @@ def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> Mo
             idle_timeout=route.idle_timeout,
         )
     return _RouteClient(route, adapter)
+
+
+def _adapter_class(route: Route) -> type[_StreamingAdapter]:
+    if route.dialect == "anthropic-messages":
+        return AnthropicAdapter
+    if route.dialect == "openai-sdk":
+        # The openai package is imported only by the routes that use it.
+        from app.llm.openai_sdk.adapter import OpenAISdkAdapter
+
+        return OpenAISdkAdapter
+    return DeepSeekAdapter
