@@ -1,8 +1,10 @@
-"""Suite-wide set-up: Textual snapshots live in the top-level `snapshots/` folder (DESIGN §1)."""
+"""Suite-wide set-up: snapshots in the top-level `snapshots/` folder (DESIGN §1), and a private data
+dir so no test touches the developer's own sessions or config."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from pytest_textual_snapshot import SVGImageExtension
@@ -17,6 +19,11 @@ def _snapshot_dirname(cls: type[SVGImageExtension], *, test_location: PyTestLoca
 
 
 SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[method-assign,assignment]
+
+# No test may read or write the developer's own sessions or config: unless a test sets its own, the
+# data dir is a fresh temporary one and no config file is named.
+os.environ["TOOLSCOPE_HOME"] = tempfile.mkdtemp(prefix="toolscope-tests-home-")
+os.environ.pop("TOOLSCOPE_CONFIG", None)
 
 # The offline model paces its stream for people watching; tests (and the commands they start in
 # subprocesses, which inherit the environment) want it at full speed.
