@@ -3,7 +3,9 @@ dir so no test touches the developer's own sessions or config."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -22,7 +24,9 @@ SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[metho
 
 # No test may read or write the developer's own sessions or config: unless a test sets its own, the
 # data dir is a fresh temporary one and no config file is named.
-os.environ["TOOLSCOPE_HOME"] = tempfile.mkdtemp(prefix="toolscope-tests-home-")
+_PRIVATE_HOME = tempfile.mkdtemp(prefix="toolscope-tests-home-")
+atexit.register(shutil.rmtree, _PRIVATE_HOME, True)
+os.environ["TOOLSCOPE_HOME"] = _PRIVATE_HOME
 os.environ.pop("TOOLSCOPE_CONFIG", None)
 
 # The offline model paces its stream for people watching; tests (and the commands they start in
