@@ -378,8 +378,8 @@ class Agent:
             tools=self.tools.definitions(),
             config=self.config,
         )
-        if not needs_new_header(previous, candidate):
-            return previous  # type: ignore[return-value]
+        if previous is not None and not needs_new_header(previous, candidate):
+            return previous
         header_event = self._append("request/header", candidate)
         self._headers_this_run += 1
         update = tool_registry_message(previous, candidate, header_event.seq, _new_id("d"))
