@@ -52,12 +52,13 @@ def registry_for(workspace: Path, plugins: tuple[str, ...] = ()) -> ToolRegistry
     )
 
 
-def agent_for(writer, registry, route="offline/demo", **kwargs) -> Agent:  # type: ignore[no-untyped-def]
+def agent_for(writer, registry, route="offline/demo", *, routes=(), **kwargs) -> Agent:  # type: ignore[no-untyped-def]
+    """An agent on the catalog with `routes` overrides applied, never sleeping between retries."""
     kwargs.setdefault("sleep", _no_sleep)
     return Agent(
         writer,
         registry,
-        load_catalog(),
+        load_catalog(routes),
         route,
         approver=AutoApprover(False),
         system="You are a test assistant.",
@@ -158,17 +159,13 @@ async def test_compaction_writes_a_summary_and_starts_a_new_sequence(store, work
 
 
 async def test_automatic_compaction_when_the_context_share_is_used(store, workspace):
-    catalog = load_catalog([{"id": "offline/demo", "context_window": 100, "max_output_tokens": 50}])
+    routes = [{"id": "offline/demo", "context_window": 100, "max_output_tokens": 50}]
     with store.create(workspace) as writer:
-        agent = Agent(
+        agent = agent_for(
             writer,
             registry_for(workspace),
-            catalog,
-            "offline/demo",
-            approver=AutoApprover(False),
-            system="s",
+            routes=routes,
             compaction=CompactionSettings(auto=True, share=0.1),
-            sleep=_no_sleep,
         )
         await agent.run_turn("hello")
         await agent.run_turn("and again")
@@ -256,18 +253,8 @@ async def test_a_non_retryable_failure_ends_the_turn_with_its_message(store, wor
 
 async def test_retries_stop_at_the_policy_maximum(store, workspace):
     client = ScriptedClient([failure(SERVER)] * 3)
-    catalog = load_catalog([{"id": "offline/demo", "max_retries": 2}])
     with store.create(workspace) as writer:
-        agent = Agent(
-            writer,
-            registry_for(workspace),
-            catalog,
-            "offline/demo",
-            approver=AutoApprover(False),
-            system="s",
-            connect_route=lambda route: client,
-            sleep=_no_sleep,
-        )
+        agent = scripted_agent(writer, workspace, client, routes=[{"id": "offline/demo", "max_retries": 2}])
         result = await agent.run_turn("hi")
     assert result.reason == "error" and len(client.bodies) == 3
 
