@@ -3,7 +3,14 @@
 Every path a tool touches is confined to the workspace: the working directory plus any extra
 roots configured. Paths are resolved with symlinks followed before the check, so `..`, absolute
 paths and symlinks that lead outside all fail with `PATH_OUTSIDE_WORKSPACE`. (The check happens
-when the tool runs; a file swapped for a symlink between the check and the use is not caught.)
+when the tool runs; a file swapped for a symlink between the check and the use is refused by
+`O_NOFOLLOW`, a directory swapped in above it is not caught.)
+
+File tools open only regular files: each open is non-blocking and the type is checked on the open
+descriptor (`_open_regular`), so a FIFO, socket or device in the workspace fails that one call (or
+is skipped and reported by `search_text`) instead of hanging it. A symlink loop likewise fails
+that one path. Their blocking work runs in daemon threads (`app.tools.threads`), so a tool stuck
+in the kernel cannot keep the program alive after the turn is cancelled.
 
 `write_file` and `run_command` ask the `Approver` first and do nothing when refused.
 `run_command` is not confined: it starts in the working directory, but the command itself can
@@ -14,18 +21,19 @@ Outputs are bounded by `OutputLimits` and end with an explicit notice when cut.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
 import signal
+import stat
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
-import anyio.to_thread
 
 from app.i18n import _, ngettext
 from app.tools.approval import ApprovalRequest
@@ -38,12 +46,15 @@ from app.tools.registry import (
     bound_text,
     with_notice,
 )
+from app.tools.threads import run_in_daemon_thread
 
 BINARY_SNIFF_BYTES = 8192
 SEARCH_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 SEARCH_MAX_FILE_BYTES = 8 * 1024 * 1024
 SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE_CHARS = 300
+SEARCH_SKIPS_BYTES = 240
+"""How much of a `search_text` result may name what was skipped (within its reserved notices)."""
 APPROVAL_DETAIL_CHARS = 4000
 
 
@@ -62,8 +73,8 @@ class Workspace:
 
     def resolve(self, raw: str) -> Path:
         """`raw` (relative to the root, or absolute) resolved, or `ToolFailure` if it leads out."""
-        path = (self.root / Path(raw).expanduser()).resolve()
-        if not any(path.is_relative_to(root) for root in self.roots):
+        path = _real_path(self.root / Path(raw).expanduser(), raw)
+        if not self.contains(path):
             raise ToolFailure(
                 ToolErrorCode.PATH_OUTSIDE_WORKSPACE,
                 f"{raw!r} resolves to {path}, which is outside the workspace "
@@ -71,8 +82,7 @@ class Workspace:
             )
         return path
 
-    def contains(self, path: Path) -> bool:
-        resolved = path.resolve()
+    def contains(self, resolved: Path) -> bool:
         return any(resolved.is_relative_to(root) for root in self.roots)
 
     def display(self, path: Path) -> str:
@@ -211,8 +221,86 @@ def _is_binary(head: bytes) -> bool:
     return b"\0" in head
 
 
+def _real_path(path: Path, shown: str) -> Path:
+    """`path` with every symlink followed; a symlink loop is that path's failure, not a crash."""
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python < 3.13 raises it for a loop; later versions leave the path as is
+        raise _symlink_loop(shown) from None
+
+
+def _symlink_loop(shown: str) -> ToolFailure:
+    return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a symlink loop")
+
+
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symlink"),
+)
+
+
+def _not_regular(shown: str, mode: int) -> ToolFailure:
+    if stat.S_ISDIR(mode):
+        return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a directory, not a file")
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a file")
+    return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is not a regular file ({kind})")
+
+
+def _open_regular(path: Path, shown: str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor of the resolved `path`, which must be a regular file, or `ToolFailure`.
+
+    The open never blocks (`O_NONBLOCK`: a FIFO would wait for its other end for ever) and the type
+    is checked on the open descriptor, so nothing can be swapped in between the check and the use;
+    `O_NOFOLLOW` refuses a symlink put in place after the path was resolved.
+    """
+    try:
+        descriptor = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        raise _open_failure(path, shown, error) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(shown, mode)
+        os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _open_failure(path: Path, shown: str, error: OSError) -> ToolFailure:
+    """Why `path` could not be opened, in the words of the tool results."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        mode = None
+    if error.errno == errno.ELOOP and (mode is None or stat.S_ISLNK(mode)):
+        return _symlink_loop(shown)
+    if mode is not None and not stat.S_ISREG(mode):
+        return _not_regular(shown, mode)  # a FIFO without a reader (ENXIO), a directory (EISDIR)…
+    if error.errno == errno.ENOENT:
+        return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} does not exist")
+    return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} cannot be opened: {error.strerror}")
+
+
+def _open_text(path: Path, shown: str) -> TextIO | None:
+    """The regular file `path` opened as UTF-8 text, or None when it is binary."""
+    descriptor = _open_regular(path, shown)
+    try:
+        if _is_binary(os.pread(descriptor, BINARY_SNIFF_BYTES, 0)):
+            os.close(descriptor)
+            return None
+        return open(descriptor, encoding="utf-8", errors="replace")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
 class _FileTools:
-    """The file tools; the blocking work runs in a worker thread to keep the UI responsive."""
+    """The file tools; the blocking work runs in a daemon thread to keep the UI responsive."""
 
     def __init__(self, workspace: Workspace, limits: OutputLimits) -> None:
         self.workspace = workspace
@@ -222,32 +310,41 @@ class _FileTools:
         path = self.workspace.resolve(arguments["path"])
         offset = arguments.get("offset", 1)
         limit = arguments.get("limit", self.limits.max_lines)
-        return await anyio.to_thread.run_sync(self._read, path, offset, limit)
+        return await run_in_daemon_thread(self._read, path, offset, limit)
 
     def _read(self, path: Path, offset: int, limit: int) -> str:
+        """Lines `offset`… of `path`, read in pieces of at most one output's worth, so a file with
+        one enormous line costs no more memory than the result."""
         shown = self.workspace.display(path)
-        if not path.is_file():
-            raise _not_a(path, shown, "file")
-        with path.open("rb") as handle:
-            if _is_binary(handle.read(BINARY_SNIFF_BYTES)):
-                raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a binary file; not shown")
+        handle = _open_text(path, shown)
+        if handle is None:
+            raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a binary file; not shown")
+        # More characters than this are more bytes than the limit, whatever they encode to.
+        piece_limit = self.limits.max_bytes + 1
         lines: list[str] = []
         size = 0
         seen = 0
         more = False
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for seen, line in enumerate(handle, start=1):
+        long_line = ""
+        at_line_start = True
+        with handle:
+            while piece := handle.readline(piece_limit):
+                starts_line, at_line_start = at_line_start, piece.endswith("\n")
+                if not starts_line:
+                    continue  # the rest of a line too long to show
+                seen += 1
                 if seen < offset:
                     continue
-                encoded = len(line.encode("utf-8"))
+                encoded = len(piece.encode("utf-8"))
                 if len(lines) >= limit or size + encoded > self.limits.max_bytes:
                     more = True
+                    long_line = piece
                     break
-                lines.append(line)
+                lines.append(piece)
                 size += encoded
         if more and not lines:
             # A single line longer than the byte limit: show its beginning.
-            text, _cut = bound_text(line, self.limits)
+            text, _cut = bound_text(long_line, self.limits)
             notice = f"truncated: line {offset} alone exceeds {self.limits.max_bytes} bytes"
             return with_notice(text, notice)
         if not lines:
@@ -266,7 +363,7 @@ class _FileTools:
 
     async def list_dir(self, arguments: dict[str, Any], context: ToolContext) -> str:
         path = self.workspace.resolve(arguments.get("path", "."))
-        return await anyio.to_thread.run_sync(self._list, path)
+        return await run_in_daemon_thread(self._list, path)
 
     def _list(self, path: Path) -> str:
         shown = self.workspace.display(path)
@@ -291,42 +388,63 @@ class _FileTools:
                 ToolErrorCode.INVALID_ARGUMENTS, f"invalid regular expression: {exc}"
             ) from None
         base = self.workspace.resolve(arguments.get("path", "."))
-        return await anyio.to_thread.run_sync(self._search, base, pattern, arguments.get("glob"))
+        return await run_in_daemon_thread(self._search, base, pattern, arguments.get("glob"))
 
     def _search(self, base: Path, pattern: re.Pattern[str], glob: str | None) -> str:
         if not base.exists():
             raise _not_a(base, self.workspace.display(base), "file or directory")
         matches: list[str] = []
-        size = 0
+        sizes: list[int] = []
+        skipped: list[str] = []
         stopped = ""
-        for count, path in enumerate(self._searchable_files(base, glob)):
+        for count, path in enumerate(self._searchable_files(base, glob, skipped)):
             if count >= SEARCH_MAX_FILES:
                 stopped = f"stopped after {SEARCH_MAX_FILES} files"
                 break
-            for number, line in _matching_lines(path, pattern):
-                if len(line) > SEARCH_MAX_LINE_CHARS:
-                    line = line[:SEARCH_MAX_LINE_CHARS] + "…"
-                entry = f"{self.workspace.display(path)}:{number}: {line}"
-                size += len(entry.encode("utf-8")) + 1
-                if len(matches) >= self.limits.max_lines or size > self.limits.max_bytes:
-                    stopped = f"stopped after {len(matches)} matches"
-                    break
-                matches.append(entry)
+            try:
+                handle = self._open_searchable(path)
+            except ToolFailure as failure:
+                skipped.append(failure.message)
+                continue
+            if handle is None:
+                continue
+            with handle:
+                for number, line in _matching_lines(handle, pattern):
+                    if len(line) > SEARCH_MAX_LINE_CHARS:
+                        line = line[:SEARCH_MAX_LINE_CHARS] + "…"
+                    entry = f"{self.workspace.display(path)}:{number}: {line}"
+                    if not _fits(sizes, len(entry.encode("utf-8")) + 1, self.limits):
+                        stopped = f"stopped after {len(matches)} matches"
+                        break
+                    matches.append(entry)
+                    sizes.append(len(entry.encode("utf-8")) + 1)
             if stopped:
                 break
-        if not matches:
-            return "no matches" + (f" ({stopped})" if stopped else "")
-        text = "\n".join(matches)
-        if stopped:
+        if skipped:
+            # The line naming them takes the room of one match.
+            room = self.limits.reserving(1)
+            while matches and not _fits(sizes[:-1], sizes[-1], room):
+                matches.pop()
+                sizes.pop()
+                stopped = f"stopped after {len(matches)} matches"
+        text = "\n".join(matches) if matches else "no matches" + (f" ({stopped})" if stopped else "")
+        if matches and stopped:
             text = with_notice(text, f"truncated: {stopped}; narrow the pattern, path or glob")
+        if skipped:
+            text = with_notice(text, _skipped_notice(skipped))
         return text
 
-    def _searchable_files(self, base: Path, glob: str | None) -> Iterator[Path]:
-        """Files under `base` in a stable order, never leaving the workspace through symlinks."""
-        if base.is_file():
-            yield base
+    def _searchable_files(self, base: Path, glob: str | None, skipped: list[str]) -> Iterator[Path]:
+        """Files under `base` in a stable order; directories that cannot be listed go to `skipped`."""
+        if not base.is_dir():
+            yield base  # a file, or something else `_open_searchable` will name
             return
-        for directory, dirnames, filenames in os.walk(base):
+
+        def unlistable(error: OSError) -> None:
+            where = self.workspace.display(Path(error.filename)) if error.filename else "?"
+            skipped.append(f"{where} cannot be listed: {error.strerror}")
+
+        for directory, dirnames, filenames in os.walk(base, onerror=unlistable):
             dirnames[:] = sorted(
                 name for name in dirnames if not name.startswith(".") and name not in SEARCH_SKIPPED_DIRS
             )
@@ -335,18 +453,34 @@ class _FileTools:
                 relative = str(path.relative_to(base))
                 if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(relative, glob)):
                     continue
-                if path.is_symlink() and not self.workspace.contains(path):
-                    continue
                 yield path
+
+    def _open_searchable(self, path: Path) -> TextIO | None:
+        """`path` opened for searching; None for what is skipped without a word (a symlink out of
+        the workspace, a binary or very large file); `ToolFailure` for what is skipped and reported."""
+        shown = self.workspace.display(path)
+        real = _real_path(path, shown)
+        if not self.workspace.contains(real):
+            return None
+        handle = _open_text(real, shown)
+        if handle is not None and os.fstat(handle.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
+            handle.close()
+            return None
+        return handle
 
     async def write_file(self, arguments: dict[str, Any], context: ToolContext) -> str:
         path = self.workspace.resolve(arguments["path"])
         content: str = arguments["content"]
         shown = self.workspace.display(path)
-        if path.is_dir():
-            raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is a directory")
+        try:
+            mode: int | None = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            # Refused before asking: approving could not make it writable.
+            raise _not_regular(shown, mode)
         size = len(content.encode("utf-8"))
-        existed = path.exists()
+        existed = mode is not None
         if existed:
             template = ngettext(
                 "Overwrite {path} with {size} byte", "Overwrite {path} with {size} bytes", size
@@ -357,26 +491,40 @@ class _FileTools:
             )
         summary = template.format(path=shown, size=size)
         await _ask(context, "write_file", summary, content[:APPROVAL_DETAIL_CHARS])
-        await anyio.to_thread.run_sync(self._write, path, content)
+        await run_in_daemon_thread(self._write, path, shown, content)
         return f"{'overwrote' if existed else 'created'} {shown} ({size} bytes)"
 
     @staticmethod
-    def _write(path: Path, content: str) -> None:
+    def _write(path: Path, shown: str, content: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        # Truncated only once it is known to be a regular file (O_TRUNC would act on open).
+        descriptor = _open_regular(path, shown, os.O_WRONLY | os.O_CREAT)
+        with open(descriptor, "w", encoding="utf-8") as handle:
+            handle.truncate(0)
+            handle.write(content)
 
 
-def _matching_lines(path: Path, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _fits(sizes: list[int], size: int, limits: OutputLimits) -> bool:
+    """Whether one more match of `size` bytes fits after matches of `sizes`."""
+    return len(sizes) < limits.max_lines and sum(sizes) + size <= limits.max_bytes
+
+
+def _skipped_notice(skipped: list[str]) -> str:
+    """What `search_text` skipped, as many as fit in one notice line, then how many more."""
+    shown = skipped[:1]
+    for reason in skipped[1:]:
+        if len("; ".join([*shown, reason]).encode("utf-8")) > SEARCH_SKIPS_BYTES:
+            break
+        shown.append(reason)
+    hidden = len(skipped) - len(shown)
+    return f"skipped: {'; '.join(shown)}" + (f"; and {hidden} more" if hidden > 0 else "")
+
+
+def _matching_lines(handle: TextIO, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:
     try:
-        if path.stat().st_size > SEARCH_MAX_FILE_BYTES:
-            return
-        with path.open("rb") as handle:
-            if _is_binary(handle.read(BINARY_SNIFF_BYTES)):
-                return
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if pattern.search(line):
-                    yield number, line.rstrip("\r\n")
+        for number, line in enumerate(handle, start=1):
+            if pattern.search(line):
+                yield number, line.rstrip("\r\n")
     except OSError:
         return
 
