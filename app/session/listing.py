@@ -15,6 +15,7 @@ import json
 import os
 import zlib
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import BinaryIO
 
@@ -198,24 +199,48 @@ def _parse_header(line: bytes) -> tuple[str | None, int | None, str | None]:
 def _scan(handle: BinaryIO, offset: int, *, want_title: bool) -> tuple[int, int, str | None]:
     """Count complete lines from `offset` (a line start) and find the first user message's text.
 
+    One pass, each chunk looked at once: a line longer than a chunk is never copied as it grows
+    (that made a long line quadratic); its pieces are kept only while it may be the title line.
     Returns (newlines, offset past the last complete line, title or None).
     """
     newlines = 0
     title: str | None = None
-    pending = b""  # the incomplete line carried over from the previous chunk
+    position = offset  # where the chunk starts in the file
+    carried = False  # an incomplete line runs on from the previous chunk
+    kept: list[bytes] | None = None  # its pieces, while it may be the first user message
     while chunk := handle.read(CHUNK_SIZE):
-        data = pending + chunk
-        last = data.rfind(b"\n")
-        if last < 0:
-            pending = data
-            continue
-        complete = data[: last + 1]
-        newlines += complete.count(b"\n")
-        if want_title and title is None:
-            title = _first_user_text(complete)
-        offset += len(complete)
-        pending = data[last + 1 :]
+        first = chunk.find(b"\n")
+        if first < 0:
+            if not carried:
+                kept = [] if want_title and title is None else None
+            kept = _keep_if_user_message(kept, chunk)
+            carried = True
+        else:
+            last = chunk.rfind(b"\n")
+            newlines += chunk.count(b"\n")
+            if want_title and title is None and carried and kept is not None:
+                title = _first_user_text(b"".join(kept) + chunk[: first + 1])
+            if want_title and title is None:
+                title = _first_user_text(chunk[first + 1 if carried else 0 : last + 1])
+            offset = position + last + 1
+            carried = last < len(chunk) - 1
+            kept = _keep_if_user_message([] if want_title and title is None else None, chunk[last + 1 :])
+        position += len(chunk)
     return newlines, offset, title
+
+
+def _keep_if_user_message(kept: list[bytes] | None, piece: bytes) -> list[bytes] | None:
+    """`kept` with `piece` added, or None once the line they start cannot be a user message."""
+    if kept is None:
+        return None
+    kept.append(piece)
+    marker = USER_MESSAGE_LINE[1:]
+    head = b""
+    for part in kept:
+        head += part[: len(marker) - len(head)]
+        if len(head) == len(marker):
+            break
+    return kept if marker.startswith(head) else None
 
 
 def _first_user_text(lines: bytes) -> str | None:
@@ -240,14 +265,43 @@ def shorten(text: str, limit: int = TITLE_LENGTH) -> str:
 
 
 def _read_cache(cache_file: Path) -> dict[str, _Entry]:
-    """The cached entries, or none when the cache is missing, foreign or damaged (it is only a cache)."""
+    """The usable cached entries: none when the cache is missing, foreign or damaged, and none of
+    an entry that is not exactly what `_write_cache` writes (it is only a cache: those are rebuilt)."""
     try:
         raw = json.loads(cache_file.read_bytes())
-        if raw.get("version") != CACHE_VERSION:
-            return {}
-        return {name: _Entry(**fields) for name, fields in raw["files"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (OSError, ValueError, RecursionError):
         return {}
+    if not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION or not isinstance(raw.get("files"), dict):
+        return {}
+    entries = {name: _cached_entry(fields) for name, fields in raw["files"].items()}
+    return {name: entry for name, entry in entries.items() if entry is not None}
+
+
+_ENTRY_FIELDS = frozenset(field.name for field in dataclass_fields(_Entry))
+_COUNT_FIELDS = ("size", "header_crc", "scanned", "newlines")
+_PROBLEMS = frozenset({EMPTY, INVALID_HEADER, UNSUPPORTED_VERSION})
+_LATEST_CREATED_AT = 253_402_300_800_000
+"""Year 10000 in ms: a larger `created_at` was not written by the listing."""
+
+
+def _cached_entry(fields: object) -> _Entry | None:
+    if not isinstance(fields, dict) or fields.keys() != _ENTRY_FIELDS:
+        return None
+    created_at, title, problem = fields["created_at"], fields["title"], fields["problem"]
+    valid = (
+        all(_is_count(fields[name]) for name in _COUNT_FIELDS)
+        and type(fields["mtime_ns"]) is int
+        and fields["scanned"] <= fields["size"]
+        and isinstance(fields["id"], str)
+        and (created_at is None or (_is_count(created_at) and created_at < _LATEST_CREATED_AT))
+        and (title is None or isinstance(title, str))
+        and (problem is None or (isinstance(problem, str) and problem in _PROBLEMS))
+    )
+    return _Entry(**fields) if valid else None
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
 
 
 def _write_cache(cache_file: Path, entries: dict[str, _Entry]) -> None:
