@@ -82,6 +82,7 @@ def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> Mo
             route.model,
             http_client=http_client,
             idle_timeout=route.idle_timeout,
+            request_timeout=route.request_timeout,
         )
     return _RouteClient(route, adapter)
 

@@ -44,6 +44,10 @@ DEFAULT_IDLE_TIMEOUT = 120.0
 """Seconds without a single byte from the provider before the stream fails as `TIMEOUT`.
 Providers send `: keep-alive` comments while a request queues, so silence this long is a stall."""
 
+DEFAULT_REQUEST_TIMEOUT = 600.0
+"""Seconds one request may take in all. Keep-alive comments rightly reset the idle timeout, so a
+stream of nothing but comments would otherwise hold a turn for ever."""
+
 CONNECT_TIMEOUT = 15.0
 ERROR_BODY_LIMIT = 64 * 1024
 DETAIL_LIMIT = 500
@@ -290,6 +294,36 @@ async def read_unless_aborted(watch: AbortWatch | None, awaitable: Awaitable[T])
         raise
 
 
+class RequestTimedOut(Exception):
+    """Raised out of a read that the request's total deadline cut short."""
+
+
+class RequestDeadline:
+    """The total deadline of one request: every read of it (connecting, each event, an error
+    body) must end by the same moment. Like `AbortWatch` it bounds only the reads, never the
+    consumer's own work between two events."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._when = asyncio.get_running_loop().time() + seconds
+
+    async def read(self, awaitable: Awaitable[T]) -> T:
+        scope = asyncio.timeout_at(self._when)
+        try:
+            async with scope:
+                return await awaitable
+        except TimeoutError:
+            if scope.expired():
+                raise RequestTimedOut from None
+            raise
+
+    def failure(self) -> Failure:
+        return Failure(
+            code=TIMEOUT,
+            message=_("The request did not finish within {seconds} s.").format(seconds=f"{self.seconds:g}"),
+        )
+
+
 class ClientHolder:
     """An adapter's httpx client: a borrowed one (never closed here), or one made on first use
     (over `transport` when given) that `aclose()` closes."""
@@ -330,6 +364,7 @@ class StreamingAdapter(ABC):
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         """`http_client` is borrowed (never closed here); otherwise the adapter makes one on first
         use, over `transport` when given (the offline model's), and `aclose()` closes it.
@@ -338,6 +373,7 @@ class StreamingAdapter(ABC):
         self.api_key_env = api_key_env
         self.model = model
         self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
         self._clients = ClientHolder(http_client, transport)
 
     async def aclose(self) -> None:
@@ -401,8 +437,10 @@ class StreamingAdapter(ABC):
         headers: dict[str, str],
         watch: AbortWatch | None,
     ) -> AsyncIterator[StreamEvent]:
+        deadline = RequestDeadline(self.request_timeout)
+
         def read(awaitable: Awaitable[T]) -> Awaitable[T]:
-            return read_unless_aborted(watch, awaitable)
+            return read_unless_aborted(watch, deadline.read(awaitable))
 
         final: list[StreamEvent]
         try:
@@ -446,6 +484,8 @@ class StreamingAdapter(ABC):
                             yield event
         except StreamAborted:
             final = translator.abort()
+        except RequestTimedOut:
+            final = translator.fail(deadline.failure())
         except (httpx.RequestError, httpx.InvalidURL) as error:
             final = translator.fail(failure_from_transport_error(error, self.idle_timeout))
         for event in final:

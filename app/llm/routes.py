@@ -48,12 +48,14 @@ class Route(BaseModel):
     context_window: int = Field(default=128_000, gt=0)
     max_output_tokens: int = Field(default=8_192, gt=0)
     label: str = ""
-    # The retry policy of DESIGN §7, per route, and how long a silent stream may stall.
+    # The retry policy of DESIGN §7, per route, how long a silent stream may stall and how long
+    # one request may take in all.
     max_retries: int = Field(default=5, ge=0)
     retry_base_delay: float = Field(default=0.5, gt=0)
     retry_max_delay: float = Field(default=10.0, gt=0)
     retryable: tuple[str, ...] = tuple(sorted(DEFAULT_RETRYABLE))
     idle_timeout: float = Field(default=120.0, gt=0)
+    request_timeout: float = Field(default=600.0, gt=0)  # all of one request, however lively
 
     @model_validator(mode="after")
     def _openai_sdk_declares_no_mode(self) -> Route:
@@ -409,4 +411,5 @@ _CHECKS: dict[str, ValueCheck] = {
     "retry_max_delay": _positive_number,
     "retryable": _failure_codes,
     "idle_timeout": _positive_number,
+    "request_timeout": _positive_number,
 }

@@ -34,8 +34,11 @@ from app.llm.errors import MALFORMED_RESPONSE, Failure
 # The abort watch and the key scrubbing are the HTTP adapters' own, shared rather than re-implemented.
 from app.llm.http import (
     DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
     AbortWatch,
     ClientHolder,
+    RequestDeadline,
+    RequestTimedOut,
     StreamAborted,
     failure_from_error_payload,
     failure_from_status,
@@ -70,6 +73,7 @@ class OpenAISdkAdapter:
         *,
         http_client: httpx.AsyncClient | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         """`http_client` is borrowed (never closed here); otherwise the adapter makes one on first
         use and `aclose()` closes it. The client always runs over httpx, so a transport error maps
@@ -78,6 +82,7 @@ class OpenAISdkAdapter:
         self.api_key_env = api_key_env
         self.model = model
         self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
         self._clients = ClientHolder(http_client)
 
     async def aclose(self) -> None:
@@ -139,8 +144,10 @@ class OpenAISdkAdapter:
     async def _exchange(
         self, client: openai.AsyncOpenAI, arguments: dict[str, Any], watch: AbortWatch | None
     ) -> AsyncIterator[StreamEvent]:
+        deadline = RequestDeadline(self.request_timeout)
+
         def read(awaitable: Awaitable[T]) -> Awaitable[T]:
-            return read_unless_aborted(watch, awaitable)
+            return read_unless_aborted(watch, deadline.read(awaitable))
 
         translator = DeepSeekTranslator()
         chunks: openai.AsyncStream[Any] | None = None
@@ -165,6 +172,8 @@ class OpenAISdkAdapter:
                     yield event
         except StreamAborted:
             final = translator.abort()
+        except RequestTimedOut:
+            final = translator.fail(deadline.failure())
         except openai.APIError as error:
             final = translator.fail(self._failure(error))
         except json.JSONDecodeError:
