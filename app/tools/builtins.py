@@ -211,12 +211,6 @@ async def _ask(context: ToolContext, tool_name: str, summary: str, detail: str) 
         )
 
 
-def _not_a(path: Path, shown: str, kind: str) -> ToolFailure:
-    if path.exists():
-        return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is not a {kind}")
-    return ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} does not exist")
-
-
 def _is_binary(head: bytes) -> bool:
     return b"\0" in head
 
@@ -271,8 +265,16 @@ def _open_regular(path: Path, shown: str, flags: int = os.O_RDONLY) -> int:
     return descriptor
 
 
+def _mode_of(path: Path, shown: str) -> int:
+    """The type and mode bits of the resolved `path`, or `ToolFailure` saying why there are none."""
+    try:
+        return os.stat(path).st_mode
+    except OSError as error:
+        raise _open_failure(path, shown, error) from None
+
+
 def _open_failure(path: Path, shown: str, error: OSError) -> ToolFailure:
-    """Why `path` could not be opened, in the words of the tool results."""
+    """Why `path` could not be opened or examined, in the words of the tool results."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:
@@ -367,8 +369,8 @@ class _FileTools:
 
     def _list(self, path: Path) -> str:
         shown = self.workspace.display(path)
-        if not path.is_dir():
-            raise _not_a(path, shown, "directory")
+        if not stat.S_ISDIR(_mode_of(path, shown)):
+            raise ToolFailure(ToolErrorCode.TOOL_FAILED, f"{shown} is not a directory")
         entries = sorted(path.iterdir(), key=lambda entry: entry.name)
         if not entries:
             return f"[{shown} is empty]"
@@ -391,8 +393,7 @@ class _FileTools:
         return await run_in_daemon_thread(self._search, base, pattern, arguments.get("glob"))
 
     def _search(self, base: Path, pattern: re.Pattern[str], glob: str | None) -> str:
-        if not base.exists():
-            raise _not_a(base, self.workspace.display(base), "file or directory")
+        _mode_of(base, self.workspace.display(base))  # it exists, and is not a symlink loop
         matches: list[str] = []
         sizes: list[int] = []
         skipped: list[str] = []

@@ -11,6 +11,7 @@ the guard for the ones nobody foresaw.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -41,5 +42,7 @@ async def run_in_daemon_thread(function: Callable[..., T], *args: Any) -> T:
         else:
             deliver(future.set_result, result)
 
-    threading.Thread(target=work, name=f"tool: {getattr(function, '__name__', 'work')}", daemon=True).start()
+    name = f"tool: {getattr(function, '__name__', 'work')}"
+    context = contextvars.copy_context()  # as anyio's threads see the caller's context variables
+    threading.Thread(target=context.run, args=(work,), name=name, daemon=True).start()
     return await future
