@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from app.session.session import Session
+from tests.functional.test_run import env  # noqa: F401  (the fixture: a private data dir and config)
+from tests.support.rss import peak_rss
 
 TOOLSCOPE = Path(sys.executable).parent / "toolscope"
 HANG_LIMIT = 30.0
@@ -31,23 +33,6 @@ class Outcome:
     stderr: str
     needed_sigint: bool
     needed_kill: bool
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("TOOLSCOPE_CONFIG", "LC_ALL", "LC_MESSAGES", "DEEPSEEK_API_KEY")
-    }
-    environment.update(
-        TOOLSCOPE_HOME=str(tmp_path / "home"),
-        TOOLSCOPE_CONFIG=str(tmp_path / "config.toml"),
-        LANG="C.UTF-8",
-        TOOLSCOPE_OFFLINE_DELAY="0",
-    )
-    (tmp_path / "config.toml").write_text("")
-    return environment
 
 
 @pytest.fixture
@@ -204,26 +189,6 @@ def test_read_file_and_list_dir_name_a_symlink_loop_clearly(env, looped):
 
 # --- item 12: memory of read_file -----------------------------------------------------------------
 
-PEAK_RSS_OF_CHILD = textwrap.dedent(
-    """
-    import resource, subprocess, sys
-    result = subprocess.run(sys.argv[1:], capture_output=True)
-    sys.stderr.buffer.write(result.stderr)
-    print(result.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
-    """
-)
-
-
-def peak_rss(env: dict[str, str], cwd: Path, *command: str) -> tuple[int, int]:
-    """(exit code, peak RSS in bytes) of `command` run in a fresh subprocess of its own."""
-    result = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS_OF_CHILD, *command],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=300,
-    )
-    returncode, rss = result.stdout.split()
-    return int(returncode), int(rss)
-
-
 def one_line_file(path: Path, size: int) -> None:
     """`size` bytes without a newline: text at the start, the rest a sparse hole (no disk used)."""
     with path.open("wb") as handle:
@@ -232,13 +197,14 @@ def one_line_file(path: Path, size: int) -> None:
 
 
 def test_read_file_memory_stays_bounded_on_a_huge_single_line(env, workspace):
-    size = 512 * 1024 * 1024
+    size = 256 * 1024 * 1024
     one_line_file(workspace / "huge.txt", size)
-    small_code, small_rss = peak_rss(env, workspace, str(TOOLSCOPE), "run", "use read_file on notes.txt")
-    head_code, head_rss = peak_rss(env, workspace, str(TOOLSCOPE), "run", "use read_file on huge.txt")
-    past_code, past_rss = peak_rss(
-        env, workspace, str(TOOLSCOPE), "run", 'use read_file with {"path": "huge.txt", "offset": 2}'
-    )
+    def run_measured(prompt: str) -> tuple[int, int]:
+        return peak_rss([str(TOOLSCOPE), "run", prompt], env=env, cwd=workspace)
+
+    small_code, small_rss = run_measured("use read_file on notes.txt")
+    head_code, head_rss = run_measured("use read_file on huge.txt")
+    past_code, past_rss = run_measured('use read_file with {"path": "huge.txt", "offset": 2}')
     assert small_code == head_code == past_code == 0
     # The same command on a tiny file is the floor; a bounded read adds well under a tenth of
     # the line (the output limit is 64 KiB).
@@ -259,5 +225,5 @@ def all_tool_results(env: dict[str, str]) -> list[dict[str, object]]:
 def test_the_peak_rss_measure_sees_a_big_allocation(env, workspace):
     """The measure itself can fail a test: a child touching 200 MB shows at least that much."""
     touch = "b = bytearray(200 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1"
-    code, rss = peak_rss(env, workspace, sys.executable, "-c", touch)
+    code, rss = peak_rss([sys.executable, "-c", touch], env=env, cwd=workspace)
     assert code == 0 and rss >= 200 * 1024 * 1024

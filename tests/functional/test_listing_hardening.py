@@ -4,16 +4,14 @@ through the real command in a subprocess."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from app.session.events import ToolResultData, UserMessageData, encode_event, make_event
 from tests.functional.test_cli import _environment, listing, toolscope, write_session
+from tests.support.rss import peak_rss
 
 TOOLSCOPE = Path(sys.executable).parent / "toolscope"
 
@@ -47,41 +45,41 @@ WRONG_VALUES = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value"), WRONG_VALUES, ids=[f"{f}={v!r}" for f, v in WRONG_VALUES])
-def test_a_cache_entry_with_wrong_types_is_ignored_and_rebuilt(home: Path, field: str, value: Any) -> None:
-    write_session(home, "s", user_texts=("hello",))
-    assert listing(home)[0]["title"] == "hello"
+def test_cache_entries_with_wrong_types_are_ignored_and_rebuilt(home: Path) -> None:
+    """One session per wrong value, all in one cache: each entry is dropped and rebuilt."""
+    names = [f"s{number}" for number in range(len(WRONG_VALUES))]
+    for name in names:
+        write_session(home, name, user_texts=(f"hello {name}",))
+    assert len(listing(home)) == len(names)
     cache = json.loads(cache_of(home).read_text())
-    cache["files"]["s.jsonl"][field] = value
+    for name, (field, value) in zip(names, WRONG_VALUES):
+        cache["files"][f"{name}.jsonl"][field] = value
     cache_of(home).write_text(json.dumps(cache))
 
     text = toolscope(home, "sessions")
     assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
-    assert "hello" in text.stdout
-    rows = listing(home)
-    assert [(row["id"], row["title"], row["events"]) for row in rows] == [("s", "hello", 2)]
-    # Rebuilt: the cache holds the right entry again.
-    assert json.loads(cache_of(home).read_text())["files"]["s.jsonl"][field] != value
+    assert all(f"hello {name}" in text.stdout for name in names)
+    rows = sorted((row["id"], row["title"], row["events"]) for row in listing(home))
+    assert rows == sorted((name, f"hello {name}", 2) for name in names)
+    rebuilt = json.loads(cache_of(home).read_text())["files"]
+    for name, (field, value) in zip(names, WRONG_VALUES):
+        assert rebuilt[f"{name}.jsonl"][field] != value, (name, field)
 
 
 @pytest.mark.parametrize(
     "payload",
     [
-        {"version": 1, "files": {"s.jsonl": None}},
-        {"version": 1, "files": {"s.jsonl": []}},
-        {"version": 1, "files": {"s.jsonl": {}}},
-        {"version": 1, "files": ["s.jsonl"]},
-        {"version": 1, "files": None},
-        {"version": "1", "files": {}},
-        [],
-        "cache",
-        None,
+        '{"version": 1, "files": {"s.jsonl": null}}',
+        '{"version": 1, "files": ["s.jsonl"]}',
+        '{"version": 1, "files": {"s.jsonl": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+        '"cache"',
     ],
+    ids=["null-entry", "list-of-files", "deeply-nested", "a-string"],
 )
-def test_a_cache_of_the_wrong_shape_is_ignored(home: Path, payload: object) -> None:
+def test_a_cache_of_the_wrong_shape_is_ignored(home: Path, payload: str) -> None:
     write_session(home, "s", user_texts=("hello",))
     cache_of(home).parent.mkdir(parents=True)
-    cache_of(home).write_text(json.dumps(payload))
+    cache_of(home).write_text(payload)
     text = toolscope(home, "sessions")
     assert text.returncode == 0 and "Traceback" not in text.stderr and "hello" in text.stdout, text.stderr
     assert json.loads(cache_of(home).read_text())["files"]["s.jsonl"]["title"] == "hello"
@@ -89,26 +87,12 @@ def test_a_cache_of_the_wrong_shape_is_ignored(home: Path, payload: object) -> N
 
 # --- item 13: one enormous line -------------------------------------------------------------------
 
-PEAK_RSS_OF_CHILD = textwrap.dedent(
-    """
-    import resource, subprocess, sys
-    result = subprocess.run(sys.argv[1:], capture_output=True)
-    sys.stderr.buffer.write(result.stderr)
-    print(result.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
-    """
-)
-
-
 def sessions_peak_rss(home: Path) -> int:
     """Peak RSS in bytes of a fresh `toolscope sessions --json` (the cache removed first)."""
     cache_of(home).unlink(missing_ok=True)
-    result = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS_OF_CHILD, str(TOOLSCOPE), "sessions", "--json"],
-        env=_environment(home), capture_output=True, text=True, timeout=300,
-    )
-    returncode, rss = result.stdout.split()
-    assert returncode == "0", result.stderr
-    return int(rss)
+    returncode, rss = peak_rss([str(TOOLSCOPE), "sessions", "--json"], env=_environment(home))
+    assert returncode == 0
+    return rss
 
 
 def one_long_line(path: Path, size: int) -> None:
