@@ -396,6 +396,7 @@ class _FileTools:
         _mode_of(base, self.workspace.display(base))  # it exists, and is not a symlink loop
         matches: list[str] = []
         sizes: list[int] = []
+        total = 0
         skipped: list[str] = []
         stopped = ""
         for count, path in enumerate(self._searchable_files(base, glob, skipped)):
@@ -414,19 +415,21 @@ class _FileTools:
                     if len(line) > SEARCH_MAX_LINE_CHARS:
                         line = line[:SEARCH_MAX_LINE_CHARS] + "…"
                     entry = f"{self.workspace.display(path)}:{number}: {line}"
-                    if not _fits(sizes, len(entry.encode("utf-8")) + 1, self.limits):
+                    entry_size = len(entry.encode("utf-8")) + 1
+                    if not _fits(len(matches), total + entry_size, self.limits):
                         stopped = f"stopped after {len(matches)} matches"
                         break
                     matches.append(entry)
-                    sizes.append(len(entry.encode("utf-8")) + 1)
+                    sizes.append(entry_size)
+                    total += entry_size
             if stopped:
                 break
         if skipped:
             # The line naming them takes the room of one match.
             room = self.limits.reserving(1)
-            while matches and not _fits(sizes[:-1], sizes[-1], room):
+            while matches and not _fits(len(matches) - 1, total, room):
                 matches.pop()
-                sizes.pop()
+                total -= sizes.pop()
                 stopped = f"stopped after {len(matches)} matches"
         text = "\n".join(matches) if matches else "no matches" + (f" ({stopped})" if stopped else "")
         if matches and stopped:
@@ -505,9 +508,9 @@ class _FileTools:
             handle.write(content)
 
 
-def _fits(sizes: list[int], size: int, limits: OutputLimits) -> bool:
-    """Whether one more match of `size` bytes fits after matches of `sizes`."""
-    return len(sizes) < limits.max_lines and sum(sizes) + size <= limits.max_bytes
+def _fits(before: int, total: int, limits: OutputLimits) -> bool:
+    """Whether a match fits after `before` others, `total` bytes with them."""
+    return before < limits.max_lines and total <= limits.max_bytes
 
 
 def _skipped_notice(skipped: list[str]) -> str:

@@ -210,6 +210,32 @@ async def test_search_text_bounds_its_matches_and_rejects_bad_patterns(root):
     assert bad.error_code == ToolErrorCode.INVALID_ARGUMENTS
 
 
+@pytest.mark.parametrize("limits", [OutputLimits(max_bytes=10_000, max_lines=6), OutputLimits(max_bytes=700, max_lines=500)])
+async def test_search_text_makes_room_for_what_it_skipped(root, limits):
+    """Cut by lines or by bytes, a result that also names skipped entries still fits its limits
+    on its own: the registry never has to cut the line that names them."""
+    (root / "many.txt").write_text("match\n" * 200)
+    (root / "a-loop").symlink_to("a-loop")  # walked first
+    outcome = await run(registry_for(root, limits), "search_text", pattern="match")
+    assert fits(outcome.content, limits) and "output truncated" not in outcome.content
+    lines = outcome.content.splitlines()
+    assert lines[-1] == "[skipped: a-loop is a symlink loop]"
+    assert lines[-2].startswith("[truncated: stopped after ")
+    assert all(line == f"many.txt:{n}: match" for n, line in enumerate(lines[:-2], start=1))
+
+
+async def test_search_text_names_as_many_skips_as_fit_then_counts_the_rest(root):
+    (root / "a.txt").write_text("match\n")
+    for number in range(40):
+        (root / f"loop-{number:02d}").symlink_to(f"loop-{number:02d}")
+    outcome = await run(registry_for(root), "search_text", pattern="match")
+    first, last = outcome.content.splitlines()
+    assert first == "a.txt:1: match"
+    assert last.startswith("[skipped: loop-00 is a symlink loop; loop-01 is a symlink loop;")
+    shown = last.count("is a symlink loop")
+    assert last.endswith(f"; and {40 - shown} more]") and len(last.encode()) <= NOTICE_BYTES * 2
+
+
 # --- write_file ----------------------------------------------------------------------------------
 
 
