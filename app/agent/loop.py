@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.agent.retry import RetryPolicy
@@ -292,6 +292,8 @@ class Agent:
         calls: dict[int, ToolCallContent] = {}
         try:
             async for event in client.stream(wire):
+                if isinstance(event, BlockEnd) and kinds.get(event.index) == "tool-call":
+                    event = self._with_unique_call_id(event, calls.values())
                 if show:
                     self.listener.stream_event(event)
                 if isinstance(event, BlockStart):
@@ -328,6 +330,17 @@ class Agent:
             else:
                 reply.content.append(TextContent(text="".join(blocks[index])))
         return reply
+
+    def _with_unique_call_id(self, end: BlockEnd, this_reply: Iterable[ToolCallContent]) -> BlockEnd:
+        """Call ids are unique in the session (DESIGN §2). A provider that repeats one, in one
+        reply or across steps (gateways that number every reply's calls from `call_0`), gets a
+        fresh id here, before the call is shown or logged: the log, the screen and every later
+        request then carry the same id, each answered once."""
+        taken = {call.call_id for call in this_reply}
+        call_id = end.call_id
+        while call_id is None or call_id in taken or self.session.invariants.call_id_taken(call_id):
+            call_id = _new_id("call")
+        return end if call_id == end.call_id else replace(end, call_id=call_id)
 
     def _client(self) -> ModelClient:
         client = self._clients.get(self.route.id)

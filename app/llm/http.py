@@ -39,6 +39,7 @@ from app.llm.errors import (
     Failure,
 )
 from app.llm.stream import Finish, StreamEvent, StreamTranslator
+from app.untrusted_json import loads
 
 DEFAULT_IDLE_TIMEOUT = 120.0
 """Seconds without a single byte from the provider before the stream fails as `TIMEOUT`.
@@ -188,7 +189,7 @@ def _failure(code: str, detail: str, *, status: int | None, retry_after_ms: int 
 def _error_labels_and_detail(body: bytes) -> tuple[str, str]:
     text = body.decode("utf-8", errors="replace").strip()
     try:
-        payload = json.loads(text)
+        payload = loads(text)
     except ValueError:
         return "", _clip(text)
     if isinstance(payload, dict) and "error" in payload:
@@ -495,7 +496,7 @@ class StreamingAdapter(ABC):
 def _not_an_event_stream(response: httpx.Response, body: bytes) -> Failure:
     """A 2xx that is not SSE: some gateways answer errors this way; otherwise it is malformed."""
     try:
-        payload = json.loads(body)
+        payload = loads(body)
     except ValueError:
         payload = None
     if isinstance(payload, dict) and "error" in payload:

@@ -65,6 +65,8 @@ class InvariantChecker:
         self._types: list[str] = []  # event type by seq, to name what a headerSeq points at
         self._header_tools: dict[int, frozenset[str]] = {}
         self._calls: dict[str, _LoggedCall] = {}
+        # Every callId so far, in assistant messages and tool/calls, with the seq that first used it.
+        self._call_ids: dict[str, int] = {}
         self._results: dict[str, int] = {}
         self._last_turn = 0
         self._open_turn: int | None = None
@@ -83,6 +85,10 @@ class InvariantChecker:
     @property
     def open_step(self) -> int | None:
         return self._open_step
+
+    def call_id_taken(self, call_id: str) -> bool:
+        """Whether an earlier assistant message or tool/call already used `call_id`."""
+        return call_id in self._call_ids
 
     def pending_calls(self) -> tuple[PendingCall, ...]:
         """Tool calls of the open step that have no result yet, in the order they appeared."""
@@ -172,6 +178,21 @@ class InvariantChecker:
             )
         return None
 
+    def _check_assistant(self, event: AssistantMessage) -> str | None:
+        """Call ids are unique in the session (DESIGN §2): the loop renames a repeated one."""
+        this_message: set[str] = set()
+        for part in event.data.content:
+            if not isinstance(part, ToolCallContent):
+                continue
+            if part.call_id in this_message:
+                return _("callId {id!r} is used twice in this message").format(id=part.call_id)
+            if part.call_id in self._call_ids:
+                return _("callId {id!r} was already used at seq {seq}").format(
+                    id=part.call_id, seq=self._call_ids[part.call_id]
+                )
+            this_message.add(part.call_id)
+        return None
+
     def _check_result(self, event: ToolResult) -> str | None:
         call_id = event.data.call_id
         call = self._calls.get(call_id)
@@ -241,15 +262,18 @@ class InvariantChecker:
         self._header_tools[event.seq] = frozenset(tool.name for tool in event.data.tools)
 
     def _record_assistant(self, event: AssistantMessage) -> None:
+        # `_check_assistant` made sure no id of this message was used before.
         for part in event.data.content:
-            if isinstance(part, ToolCallContent) and part.call_id not in self._calls:
-                self._pending.setdefault(
-                    part.call_id, PendingCall(part.call_id, part.name, part.arguments, started=False)
+            if isinstance(part, ToolCallContent):
+                self._call_ids[part.call_id] = event.seq
+                self._pending[part.call_id] = PendingCall(
+                    part.call_id, part.name, part.arguments, started=False
                 )
 
     def _record_call(self, event: ToolCall) -> None:
         data = event.data
         self._calls[data.call_id] = _LoggedCall(event.seq, data.turn, data.name)
+        self._call_ids.setdefault(data.call_id, event.seq)
         self._pending[data.call_id] = PendingCall(data.call_id, data.name, data.arguments, started=True)
 
     def _record_result(self, event: ToolResult) -> None:
@@ -264,6 +288,7 @@ _CHECKS: dict[str, Callable[[InvariantChecker, Any], str | None]] = {
     "turn/start": InvariantChecker._check_turn_start,
     "turn/end": InvariantChecker._check_turn_end,
     "step/start": InvariantChecker._check_step_start,
+    "assistant/message": InvariantChecker._check_assistant,
     "tool/call": InvariantChecker._check_call,
     "tool/result": InvariantChecker._check_result,
     "developer/message": InvariantChecker._check_developer,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from app.paths import data_home, ensure_private_dir, sessions_dir
+from app.untrusted_json import loads
 
 CACHE_VERSION = 1
 CHUNK_SIZE = 1 << 20
@@ -179,7 +180,7 @@ def _parse_header(line: bytes) -> tuple[str | None, int | None, str | None]:
     if not line.strip():
         return None, None, EMPTY
     try:
-        raw = json.loads(line)
+        raw = loads(line)
     except ValueError:
         return None, None, INVALID_HEADER
     # Deferred: the models cost a noticeable import, paid only when some file needs a rescan.
@@ -250,7 +251,7 @@ def _first_user_text(lines: bytes) -> str | None:
         return None
     end = lines.find(b"\n", hit)
     try:
-        text = json.loads(lines[hit:end])["data"]["text"]
+        text = loads(lines[hit:end])["data"]["text"]
     except (ValueError, KeyError, TypeError):
         return None
     return shorten(text) if isinstance(text, str) else None
@@ -268,8 +269,8 @@ def _read_cache(cache_file: Path) -> dict[str, _Entry]:
     """The usable cached entries: none when the cache is missing, foreign or damaged, and none of
     an entry that is not exactly what `_write_cache` writes (it is only a cache: those are rebuilt)."""
     try:
-        raw = json.loads(cache_file.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        raw = loads(cache_file.read_bytes())
+    except (OSError, ValueError):  # a deeply nested cache is a ValueError too (`untrusted_json`)
         return {}
     if not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION or not isinstance(raw.get("files"), dict):
         return {}

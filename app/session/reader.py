@@ -31,6 +31,7 @@ from app.session.events import (
     SessionHeader,
 )
 from app.session.invariants import InvariantChecker
+from app.untrusted_json import loads
 
 # Every event line starts with exactly these bytes: `type` first, no whitespace. Fast readers
 # classify a line by what follows.
@@ -93,13 +94,19 @@ def read_raw(path: Path | str, *, resolve_parent: ParentResolver | None = None) 
     """Read a session file and its parent chain; validate the header lines only.
 
     `resolve_parent(id)` maps a parent id to its file; by default `<id>.jsonl` next to the child.
+    The chain is walked in a loop, not by recursion: a fork chain of any length costs no stack.
     """
-    return _read_chain(Path(path), resolve_parent, visited=frozenset())
+    chain = [_read_file(Path(path))]  # the session first, then its parent, grandparent, …
+    visited = {chain[0].path.resolve()}
+    while chain[-1].header.parent is not None:
+        parent_path = _parent_path(chain[-1], resolve_parent, visited)
+        visited.add(parent_path.resolve())
+        chain.append(_read_file(parent_path))
+    return _inherited(chain)
 
 
-def _read_chain(
-    path: Path, resolve_parent: ParentResolver | None, visited: frozenset[Path]
-) -> RawSession:
+def _read_file(path: Path) -> RawSession:
+    """One file of a chain on its own: its header, its complete event lines, its torn tail."""
     try:
         # Header line and body read separately: a large body is never copied once more.
         with path.open("rb") as handle:
@@ -118,21 +125,13 @@ def _read_chain(
             torn = TornTail(offset=header_end + last_start, data=body[last_start:])
             body = body[:last_start]
     own = RawSegment(path=path, data=body, first_line=2, max_seq=None, offset=header_end)
-    if header.parent is None:
-        return RawSession(path=path, header=header, segments=(own,), torn=torn)
-    inherited = _read_parent(path, header, resolve_parent, visited | {path.resolve()})
-    return RawSession(path=path, header=header, segments=(*inherited, own), torn=torn)
+    return RawSession(path=path, header=header, segments=(own,), torn=torn)
 
 
-def _read_parent(
-    path: Path,
-    header: SessionHeader,
-    resolve_parent: ParentResolver | None,
-    visited: frozenset[Path],
-) -> tuple[RawSegment, ...]:
-    """The parent's segments, each limited to what this session inherits (`0..parent.seq`)."""
-    assert header.parent is not None
-    parent_id, fork_seq = header.parent.id, header.parent.seq
+def _parent_path(child: RawSession, resolve_parent: ParentResolver | None, visited: set[Path]) -> Path:
+    """The file of `child`'s parent, refused when it is not a valid id, missing or already in the chain."""
+    assert child.header.parent is not None
+    path, parent_id = child.path, child.header.parent.id
     if resolve_parent is not None:
         parent_path = resolve_parent(parent_id)
     elif SESSION_ID_PATTERN.fullmatch(parent_id):
@@ -153,26 +152,41 @@ def _read_parent(
                 id=parent_id, path=parent_path
             ),
         )
-    parent = _read_chain(parent_path, resolve_parent, visited)
+    return parent_path
+
+
+def _inherited(chain: list[RawSession]) -> RawSession:
+    """The session `chain[0]` with every ancestor's segment limited to what it inherits (`0..seq`
+    of each fork on the way down), ancestors first."""
+    # Checked from the root down, as a child can only be checked against a parent known valid.
+    for child, parent in reversed(list(zip(chain, chain[1:]))):
+        _check_fork_point(child, parent)
+    segments: list[RawSegment] = []
+    limit: int | None = None
+    for file in chain:
+        segments.append(dataclasses.replace(file.own, max_seq=limit))
+        if file.header.parent is not None:
+            fork_seq = file.header.parent.seq
+            limit = fork_seq if limit is None else min(limit, fork_seq)
+    session = chain[0]
+    return dataclasses.replace(session, segments=tuple(reversed(segments)))
+
+
+def _check_fork_point(child: RawSession, parent: RawSession) -> None:
     # Counting lines is enough here: a valid log has one event per line, seq contiguous; a log
     # that is not valid fails in parse_events with a line-precise reason.
+    assert child.header.parent is not None
+    fork_seq = child.header.parent.seq
     parent_base = parent.header.parent.seq + 1 if parent.header.parent is not None else 0
     parent_last = parent_base + count_lines(parent.own.data) - 1
     if fork_seq > parent_last:
         raise SessionCorruptionError(
-            path,
+            child.path,
             1,
             _("parent.seq {seq} is beyond the last event of parent session {id} (seq {last})").format(
-                seq=fork_seq, id=parent_id, last=parent_last
+                seq=fork_seq, id=child.header.parent.id, last=parent_last
             ),
         )
-    return tuple(
-        dataclasses.replace(
-            segment,
-            max_seq=fork_seq if segment.max_seq is None else min(segment.max_seq, fork_seq),
-        )
-        for segment in parent.segments
-    )
 
 
 def count_lines(data: bytes) -> int:
@@ -182,8 +196,8 @@ def count_lines(data: bytes) -> int:
 
 def _is_json(line: bytes) -> bool:
     try:
-        json.loads(line.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
+        loads(line)
+    except ValueError:  # bad UTF-8, malformed or too deeply nested JSON
         return False
     return True
 
@@ -283,8 +297,8 @@ def _decode_json(line: bytes) -> Any:
             )
         ) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
+        return loads(text)
+    except json.JSONDecodeError as error:  # nesting deeper than MAX_DEPTH included
         raise EventLineError(
             _("malformed JSON at column {column}: {detail}").format(
                 column=error.colno, detail=error.msg

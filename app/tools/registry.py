@@ -51,6 +51,7 @@ from jsonschema.validators import validator_for
 from app.i18n import _, ngettext
 from app.session.events import ToolDefinition
 from app.tools.approval import Approver
+from app.untrusted_json import loads
 
 logger = logging.getLogger(__name__)
 
@@ -554,8 +555,8 @@ def _parse_arguments(arguments_json: str) -> dict[str, Any]:
     if not arguments_json.strip():
         return {}
     try:
-        arguments = json.loads(arguments_json)
-    except json.JSONDecodeError as exc:
+        arguments = loads(arguments_json)
+    except json.JSONDecodeError as exc:  # nesting deeper than MAX_DEPTH included
         raise ToolFailure(
             ToolErrorCode.INVALID_ARGUMENTS, f"arguments are not valid JSON: {exc}"
         ) from None

@@ -8,13 +8,14 @@ Two things of the session history do not reach this wire:
 - reasoning: the API accepts a past `thinking` block only with the signature it issued, and the
   session log keeps reasoning text without one, so history assistant turns carry text and
   `tool_use` only;
-- a `tool_use` whose recorded arguments are not a JSON object (invalid or truncated JSON): the
-  API needs an object as `input`, so it gets `{}`; the raw text stays in the session log.
+- a `tool_use` whose recorded arguments are not a JSON object (invalid or truncated JSON, or
+  nested deeper than `app.untrusted_json.MAX_DEPTH`): the API needs an object as `input`, so it
+  gets `{}`; the raw text stays in the session log. The tool never ran on such arguments (the
+  registry refuses them the same way), and its error result says why.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ from app.llm.deepseek.body import (
 )
 from app.llm.projection import Declaration, ProjectedRequest
 from app.session.view import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
+from app.untrusted_json import loads
 
 DEFAULT_MAX_TOKENS = 32_000
 """`max_tokens` when neither the header's config nor the caller gives one."""
@@ -171,7 +173,7 @@ def _assistant_content(item: AssistantItem) -> list[dict[str, Any]]:
 
 def _input(arguments: str) -> dict[str, Any]:
     try:
-        value = json.loads(arguments)
+        value = loads(arguments)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

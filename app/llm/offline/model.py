@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.untrusted_json import loads
+
 _TOOL_REQUEST = re.compile(
     r"\b(?:use|call|run)\s+(?:the\s+)?`?(?P<name>[A-Za-z0-9_\-]+)`?(?:\s+tool)?"
     r"(?:\s+(?:on|with|for)\s+(?P<argument>.+?))?(?=\s+(?:and|then)\s+(?:use|call|run)\b|[.!?]?\s*$)",
@@ -151,8 +153,8 @@ def _arguments_for(function: dict[str, Any], argument: str) -> str:
     """Map the words after "on"/"with" onto the tool's first string parameter (or parse JSON)."""
     if argument.startswith("{"):
         try:
-            parsed = json.loads(argument)
-        except json.JSONDecodeError:
+            parsed = loads(argument)
+        except ValueError:
             parsed = None
         if isinstance(parsed, dict):
             return json.dumps(parsed, ensure_ascii=False)

@@ -210,7 +210,26 @@ CASES: dict[str, Case] = {
     ),
     "duplicate callId": Case(
         lambda logs: logs.write("s", logs.completed_turn() + logs.completed_turn(9, turn=2, call_id="c1")),
-        CORRUPT, 16, r"callId 'c1' was already used by the tool/call at seq 5",
+        CORRUPT, 15, r"callId 'c1' was already used at seq 4",
+    ),
+    "callId twice in one assistant message": Case(
+        replacing(
+            4,
+            event(
+                "assistant/message",
+                4,
+                lambda logs: logs.assistant(1, 1, [logs.call_content("c1"), logs.call_content("c1")]),
+            ),
+        ),
+        CORRUPT, 6, r"callId 'c1' is used twice in this message",
+    ),
+    "tool/call repeating an earlier tool/call's id": Case(
+        appending(
+            event("turn/start", 9, {"turn": 2}),
+            event("step/start", 10, {"turn": 2, "step": 1}),
+            event("tool/call", 11, lambda logs: logs.call(2, 1, "c1")),
+        ),
+        CORRUPT, 13, r"callId 'c1' was already used by the tool/call at seq 5",
     ),
     "headerSeq pointing at a non-header": Case(
         appending(registry_update({"name": "read", "headerSeq": 2})),
