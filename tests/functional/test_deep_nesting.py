@@ -147,3 +147,44 @@ def test_a_fork_chain_500_sessions_long_is_read_by_every_command(home):
     listed = toolscope(home, "sessions")
     assert_clean(listed)
     assert listed.returncode == 0 and "501 sessions" in listed.stdout
+
+
+def test_inspect_shows_every_route_for_a_call_with_deeply_nested_arguments(home):
+    """Issue 8, item 6: the anthropic-messages body used to raise RecursionError on such a call."""
+    deep_arguments = '{"path":' + DEEP + "}"
+    tool = {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object"}}
+    call = {"type": "tool-call", "callId": "toolu_1", "name": "read_file", "arguments": deep_arguments}
+    error = "arguments are not valid JSON: nesting deeper than 200 levels"
+    path = write(home, "s", [
+        header("s"),
+        event("turn/start", 0, {"turn": 1}),
+        event("user/message", 1, {"id": "u1", "text": "read it"}),
+        event("step/start", 2, {"turn": 1, "step": 1}),
+        event("request/header", 3, {"reason": "initial", "sequence": 0, "route": "anthropic/claude-sonnet",
+                                    "model": "m", "system": "", "tools": [tool], "config": {}}),
+        event("assistant/message", 4, {"turn": 1, "step": 1, "route": "anthropic/claude-sonnet", "model": "m",
+                                       "content": [call], "finish": "tool-calls"}),
+        event("tool/call", 5, {"turn": 1, "step": 1, "callId": "toolu_1", "name": "read_file",
+                               "arguments": deep_arguments}),
+        event("tool/result", 6, {"turn": 1, "step": 1, "callId": "toolu_1", "name": "read_file", "content": error,
+                                 "isError": True, "error": {"code": "INVALID_ARGUMENTS", "message": error}}),
+        event("step/end", 7, {"turn": 1, "step": 1}),
+        event("step/start", 8, {"turn": 1, "step": 2}),
+        event("assistant/message", 9, {"turn": 1, "step": 2, "route": "anthropic/claude-sonnet", "model": "m",
+                                       "content": [{"type": "text", "text": "Too deep."}], "finish": "stop"}),
+        event("step/end", 10, {"turn": 1, "step": 2}),
+        event("turn/end", 11, {"turn": 1, "reason": "completed"}),
+    ])
+    inspected = toolscope(home, "inspect", str(path), "--json")
+    assert_clean(inspected)
+    assert inspected.returncode == 0, inspected.stderr
+    first, second = json.loads(inspected.stdout)["requests"]
+    assert all(route["error"] is None for route in [*first["routes"].values(), *second["routes"].values()])
+    anthropic = [route for route_id, route in second["routes"].items() if route_id.startswith("anthropic/")]
+    assert anthropic
+    for route in anthropic:
+        tool_use = route["body"]["messages"][1]["content"][0]
+        assert tool_use == {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}
+    text = toolscope(home, "inspect", str(path))
+    assert_clean(text)
+    assert text.returncode == 0

@@ -1,4 +1,5 @@
-"""Test oracles: the official `anthropic` package's request types check the bodies we build."""
+"""Test oracles: the official `anthropic` package's request types check the bodies we build, and
+every call of a history is answered as providers require."""
 
 from __future__ import annotations
 
@@ -16,6 +17,22 @@ def assert_valid_anthropic_body(body: dict[str, Any]) -> None:
     validated = _force(ORACLE.validate_python(body))
     dropped = _dropped_keys(body, validated, "")
     assert not dropped, f"keys the official request type does not know: {dropped}"
+
+
+def calls_and_answers(body: dict[str, Any], dialect: str) -> tuple[list[str], list[str]]:
+    """The tool-call ids of a body's history in order, and the ids its tool results answer."""
+    asked: list[str] = []
+    answered: list[str] = []
+    for message in body["messages"]:
+        if dialect == "anthropic-messages":
+            blocks = message["content"] if isinstance(message["content"], list) else []
+            asked += [block["id"] for block in blocks if block["type"] == "tool_use"]
+            answered += [block["tool_use_id"] for block in blocks if block["type"] == "tool_result"]
+        else:
+            asked += [call["id"] for call in message.get("tool_calls", [])]
+            if message["role"] == "tool":
+                answered.append(message["tool_call_id"])
+    return asked, answered
 
 
 def _force(value: Any) -> Any:

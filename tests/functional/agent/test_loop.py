@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from app.agent.loop import Agent, CompactionError, CompactionSettings
+from app.agent.loop import Agent, AgentListener, CompactionError, CompactionSettings
 from app.llm.deepseek.body import WireRequest, build_chat_request
+from app.llm.dispatch import build_wire
 from app.llm.errors import AUTH, MALFORMED_TOOL_CALL, SERVER, Failure
+from app.llm.projection import project_request
 from app.llm.routes import load_catalog
 from app.llm.stream import BlockDelta, BlockEnd, BlockStart, Finish, StreamEvent, UsageReport
 from app.session.session import Session
@@ -22,6 +24,10 @@ from app.tools.approval import AutoApprover
 from app.tools.builtins import Workspace, builtin_tools
 from app.tools.plugins import available_plugins
 from app.tools.registry import ToolRegistry
+from tests.functional.e2e.harness import answer as gateway_answer
+from tests.functional.e2e.harness import calls as gateway_calls
+from tests.functional.llm.sse_server import SSEServer
+from tests.support.oracles import calls_and_answers
 
 pytestmark = pytest.mark.anyio
 
@@ -379,3 +385,47 @@ async def test_the_compaction_request_is_not_streamed_to_listeners(store, worksp
         await agent.compact()
     assert streamed > 0 and len(listener.streamed) == streamed
     assert listener.logged[-1] == "compaction/summary"
+
+
+# --- a gateway that repeats call ids, over a loopback server ---------------------------------------
+
+
+class StreamRecorder(AgentListener):
+    def __init__(self) -> None:
+        self.ends: list[BlockEnd] = []
+
+    def stream_event(self, event: StreamEvent) -> None:
+        if isinstance(event, BlockEnd) and event.call_id is not None:
+            self.ends.append(event)
+
+
+async def test_repeated_call_ids_are_replaced_before_they_are_shown_logged_or_sent(store, workspace, monkeypatch):
+    """DESIGN §2: a provider's repeated id (here `call_0` for every call) gets a fresh one, the
+    same on the screen, in the log and in every later request, on every dialect's history."""
+    monkeypatch.setenv("TOOLSCOPE_LOOP_KEY", "sk-loop-test")
+    readme = '{"path": "README.md"}'
+    replies = (
+        gateway_calls(("call_0", "read_file", readme), ("call_0", "list_dir", '{"path": "."}')),
+        gateway_calls(("call_0", "read_file", readme)),
+        gateway_answer("Read it."),
+    )
+    route = {"id": "loop/gateway", "dialect": "deepseek-chat", "model": "m", "api_key_env": "TOOLSCOPE_LOOP_KEY"}
+    recorder = StreamRecorder()
+    async with SSEServer(*replies) as server:
+        routes = [{**route, "base_url": server.base_url}]
+        with store.create(workspace) as writer:
+            agent = agent_for(writer, registry_for(workspace), "loop/gateway", routes=routes, listener=recorder)
+            result = await agent.run_turn("read the readme twice")
+            await agent.aclose()
+            view = writer.session.view()
+        bodies = [json.loads(received.body) for received in server.received]
+    assert result.reason == "completed"
+    logged = [call.call_id for request in view.requests if request.outcome for call in request.outcome.tool_calls]
+    assert logged[0] == "call_0" and len(set(logged)) == len(logged) == 3
+    assert [end.call_id for end in recorder.ends] == logged
+    sent = [call["id"] for message in bodies[-1]["messages"] for call in message.get("tool_calls", [])]
+    answered = [message["tool_call_id"] for message in bodies[-1]["messages"] if message["role"] == "tool"]
+    assert sent == answered == logged
+    for route in load_catalog():
+        body = build_wire(project_request(view.requests[-1], route), route, {}).body
+        assert calls_and_answers(body, route.dialect) == (logged, logged), route.id
