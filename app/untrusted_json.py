@@ -17,13 +17,16 @@ MAX_DEPTH = 200
 """The deepest nesting accepted: pydantic's parser, which validates every session line, stops
 at about the same depth, so nothing deeper can be a valid event anyway."""
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string, skipped whole. An unterminated one runs to the end of the text: a match that can
+# fail would be retried from every later quote, which is quadratic on a run of escaped quotes. (Its
+# brackets need not count: `json.loads` stops at such a string and nests no deeper.)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STRING_OR_BRACKET = re.compile(_STRING.pattern + r"|[\[\]{}]", re.DOTALL)
 
 
 class JSONNestingError(json.JSONDecodeError):
-    """The text nests arrays and objects deeper than `MAX_DEPTH`; `pos` is the first bracket too many."""
+    """Arrays and objects nested deeper than `MAX_DEPTH`; `pos` is the first bracket too many."""
 
 
 def loads(data: str | bytes) -> Any:
@@ -57,7 +60,7 @@ def _may_nest_too_deep(text: str) -> bool:
 
 
 def _too_deep_at(text: str) -> int | None:
-    """Where the nesting first exceeds `MAX_DEPTH`, or None. Brackets inside strings do not count."""
+    """Where the nesting first exceeds `MAX_DEPTH`, or None; brackets inside strings do not count."""
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         bracket = text[match.start()]

@@ -331,7 +331,9 @@ class Agent:
                 reply.content.append(TextContent(text="".join(blocks[index])))
         return reply
 
-    def _with_unique_call_id(self, end: BlockEnd, this_reply: Iterable[ToolCallContent]) -> BlockEnd:
+    def _with_unique_call_id(
+        self, end: BlockEnd, this_reply: Iterable[ToolCallContent]
+    ) -> BlockEnd:
         """Call ids are unique in the session (DESIGN §2). A provider that repeats one, in one
         reply or across steps (gateways that number every reply's calls from `call_0`), gets a
         fresh id here, before the call is shown or logged: the log, the screen and every later

@@ -65,7 +65,7 @@ class InvariantChecker:
         self._types: list[str] = []  # event type by seq, to name what a headerSeq points at
         self._header_tools: dict[int, frozenset[str]] = {}
         self._calls: dict[str, _LoggedCall] = {}
-        # Every callId so far, in assistant messages and tool/calls, with the seq that first used it.
+        # Every callId so far (assistant messages and tool/calls) and the seq that first used it.
         self._call_ids: dict[str, int] = {}
         self._results: dict[str, int] = {}
         self._last_turn = 0

@@ -128,8 +128,11 @@ def _read_file(path: Path) -> RawSession:
     return RawSession(path=path, header=header, segments=(own,), torn=torn)
 
 
-def _parent_path(child: RawSession, resolve_parent: ParentResolver | None, visited: set[Path]) -> Path:
-    """The file of `child`'s parent, refused when it is not a valid id, missing or already in the chain."""
+def _parent_path(
+    child: RawSession, resolve_parent: ParentResolver | None, visited: set[Path]
+) -> Path:
+    """The file of `child`'s parent; refused when the id is invalid, the file missing, or already
+    in the chain (a loop)."""
     assert child.header.parent is not None
     path, parent_id = child.path, child.header.parent.id
     if resolve_parent is not None:
@@ -158,7 +161,7 @@ def _parent_path(child: RawSession, resolve_parent: ParentResolver | None, visit
 def _inherited(chain: list[RawSession]) -> RawSession:
     """The session `chain[0]` with every ancestor's segment limited to what it inherits (`0..seq`
     of each fork on the way down), ancestors first."""
-    # Checked from the root down, as a child can only be checked against a parent known valid.
+    # Root first, as each link needs its parent's line count; the error nearest the root wins.
     for child, parent in reversed(list(zip(chain, chain[1:]))):
         _check_fork_point(child, parent)
     segments: list[RawSegment] = []
