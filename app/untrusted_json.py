@@ -17,12 +17,10 @@ MAX_DEPTH = 200
 """The deepest nesting accepted: pydantic's parser, which validates every session line, stops
 at about the same depth, so nothing deeper can be a valid event anyway."""
 
-# A JSON string, skipped whole. An unterminated one runs to the end of the text: a match that can
-# fail would be retried from every later quote, which is quadratic on a run of escaped quotes. (Its
-# brackets need not count: `json.loads` stops at such a string and nests no deeper.)
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_STRING_OR_BRACKET = re.compile(_STRING.pattern + r"|[\[\]{}]", re.DOTALL)
+# A JSON string, skipped whole, or one bracket. An unterminated string runs to the end of the text:
+# a match that can fail would be retried from every later quote, which is quadratic on a run of
+# escaped quotes. (Its brackets need not count: `json.loads` stops at such a string.)
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 
 
 class JSONNestingError(json.JSONDecodeError):
@@ -30,37 +28,47 @@ class JSONNestingError(json.JSONDecodeError):
 
 
 def loads(data: str | bytes) -> Any:
-    """`json.loads` for text from outside: raises ValueError (never RecursionError) when it cannot
-    be read. Bytes are UTF-8."""
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
-    if _may_nest_too_deep(text):
-        position = _too_deep_at(text)
-        if position is not None:
-            raise JSONNestingError(f"nesting deeper than {MAX_DEPTH} levels", text, position)
-    return json.loads(text)
+    """`json.loads` for text from outside: raises ValueError when it cannot be read, never
+    RecursionError for its nesting. Bytes are UTF-8.
 
-
-def _may_nest_too_deep(text: str) -> bool:
-    """A quick upper bound on the nesting, with string operations only (no per-character Python).
-
-    Outside strings, each pass of removing innermost `[]` pairs takes one level off the deepest
-    branch; what no pass removes is unbalanced and may add to the depth.
+    The depth is checked on the parsed value, not on the text: a long text (a pasted file inside a
+    string, say) costs no more than `json.loads` itself.
     """
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return False  # too few brackets to nest that deep: the common case costs two counts
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).replace("{", "[").replace("}", "]")
-    for passes in range(MAX_DEPTH + 1):
-        if not brackets:
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        position = _too_deep_at(text)
+        if position is None:
+            raise  # the stack was nearly used up before parsing began: not the text's doing
+        raise _nesting_error(text, position) from None
+    # Too few brackets to nest that deep is the common case: two counts, no walk.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than_max(value):
+        raise _nesting_error(text, _too_deep_at(text) or 0)
+    return value
+
+
+def _nesting_error(text: str, position: int) -> JSONNestingError:
+    return JSONNestingError(f"nesting deeper than {MAX_DEPTH} levels", text, position)
+
+
+def _deeper_than_max(value: Any) -> bool:
+    """Whether `value` nests lists and dicts deeper than `MAX_DEPTH`, walked level by level."""
+    level = [value]
+    for _depth in range(MAX_DEPTH):  # afterwards `level` holds what MAX_DEPTH containers enclose
+        level = [
+            child
+            for node in level
+            if isinstance(node, (list, dict))
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
             return False
-        inner = brackets.replace("[]", "")
-        if inner == brackets:
-            return passes + brackets.count("[") > MAX_DEPTH
-        brackets = inner
-    return True
+    return any(isinstance(node, (list, dict)) for node in level)
 
 
 def _too_deep_at(text: str) -> int | None:
-    """Where the nesting first exceeds `MAX_DEPTH`, or None; brackets inside strings do not count."""
+    """Where the nesting first exceeds `MAX_DEPTH`, or None. Brackets in strings do not count."""
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         bracket = text[match.start()]
