@@ -1,0 +1,163 @@
+"""The API key never leaves an adapter inside a provider-sent string (DESIGN §11).
+
+A gateway may echo the `Authorization` header it refused in an error message, and a model may
+repeat it in its answer, its reasoning or a tool call's arguments. `KeyRedactor` sits where every
+stream event leaves an adapter, so nothing downstream (the log, the terminal, the UI) ever sees the
+key: it replaces any run of 12 or more consecutive characters of the key (the whole key when it is
+shorter) with `[redacted]`, also when the run is split by whitespace or invisible characters (a
+gateway wrapping a long line). Failure messages are redacted first and clipped after, so a key
+straddling the cut cannot survive in part.
+
+Streamed deltas are redacted without waiting for the block's end: the tail of the text seen so far
+that could be the start of the key is held back until the next delta shows whether it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from app.llm.stream import BlockDelta, BlockEnd, BlockStart, Finish, StreamEvent
+
+FRAGMENT = 12
+"""The shortest run of the key that counts as the key."""
+
+REDACTED = "[redacted]"
+
+MESSAGE_LIMIT = 500
+"""Characters of a failure message kept (after redaction); a provider's error page can be long."""
+
+_SEPARATOR_CLASS = "\\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+"""Characters a key may be split by without its text changing: whitespace, controls and
+invisible formatting characters."""
+_SEPARATORS = re.compile(f"[{_SEPARATOR_CLASS}]")
+_VISIBLE = re.compile(f"[^{_SEPARATOR_CLASS}]")
+
+
+def redact(text: str, key: str) -> str:
+    """`text` with every run of the key (see the module docstring) replaced by `[redacted]`."""
+    return _apply(text, _spans(text, key)) if key else text
+
+
+def redact_message(message: str, key: str) -> str:
+    """A provider's failure message as it may be logged and shown: redacted, whitespace collapsed,
+    then clipped to `MESSAGE_LIMIT` characters."""
+    message = " ".join(redact(message, key).split())
+    return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 1] + "…"
+
+
+def _spans(text: str, key: str) -> list[tuple[int, int]]:
+    """Where runs of the key are in `text`: merged, sorted `(start, end)` ranges."""
+    size = min(FRAGMENT, len(key))
+    visible = _SEPARATORS.sub("", text)
+    grams = {key[i : i + size] for i in range(len(key) - size + 1)}
+    if not any(gram in visible for gram in grams):
+        return []
+    hits: list[tuple[int, int]] = []
+    for gram in grams:
+        start = visible.find(gram)
+        while start != -1:
+            hits.append((start, start + size))
+            start = visible.find(gram, start + 1)
+    hits.sort()
+    # Back from positions in `visible` to positions in `text`.
+    positions = [match.start() for match in _VISIBLE.finditer(text)]
+    merged: list[tuple[int, int]] = []
+    for start, end in hits:
+        start, end = positions[start], positions[end - 1] + 1
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _apply(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [text[last:start], REDACTED]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+class KeyRedactor:
+    """Redacts the key from one response's stream events, in order, as they arrive.
+
+    `feed` returns the events to pass on for one event: a delta may come out shorter (its tail held
+    back), or not at all, and the held text comes out as a delta of its own just before its block
+    ends or the response finishes. Identity fields, complete tool arguments and failure messages
+    are redacted whole; every failure message is clipped after redaction, even without a key.
+    """
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+        self._held: dict[int, str] = {}
+        """Per block, the text not yet passed on: it might be the start of the key."""
+
+    def feed(self, event: StreamEvent) -> list[StreamEvent]:
+        key = self._key
+        if isinstance(event, BlockDelta):
+            if not key:
+                return [event]
+            shown = self._release(event.index, event.text)
+            return [BlockDelta(event.index, shown)] if shown else []
+        if isinstance(event, BlockStart):
+            if key and (event.call_id or event.name):
+                event = replace(event, call_id=_maybe(event.call_id, key), name=_maybe(event.name, key))
+            return [event]
+        if isinstance(event, BlockEnd):
+            if key and (event.call_id or event.name or event.arguments):
+                event = replace(
+                    event,
+                    call_id=_maybe(event.call_id, key),
+                    name=_maybe(event.name, key),
+                    arguments=_maybe(event.arguments, key),
+                )
+            return [*self._flush(event.index), event]
+        if isinstance(event, Finish):
+            flushed = [delta for index in list(self._held) for delta in self._flush(index)]
+            if event.failure is not None:
+                message = redact_message(event.failure.message, key)
+                event = replace(event, failure=event.failure.model_copy(update={"message": message}))
+            return [*flushed, event]
+        return [event]
+
+    def _release(self, index: int, text: str) -> str:
+        """The redacted part of the block's text that can be shown now; the rest is held."""
+        text = self._held.pop(index, "") + text
+        spans = _spans(text, self._key)
+        cut = _possible_key_start(text, self._key)
+        for start, end in spans:
+            if start < cut < end:
+                cut = start
+        if cut < len(text):
+            self._held[index] = text[cut:]
+        return _apply(text[:cut], [span for span in spans if span[1] <= cut])
+
+    def _flush(self, index: int) -> list[StreamEvent]:
+        held = self._held.pop(index, "")
+        return [BlockDelta(index, redact(held, self._key))] if held else []
+
+
+def _maybe(value: str | None, key: str) -> str | None:
+    return redact(value, key) if value else value
+
+
+def _possible_key_start(text: str, key: str) -> int:
+    """Where the longest tail of `text` begins that more text could still turn into a run of the
+    key (separators ignored); `len(text)` when there is none."""
+    growable = key[:-1]
+    visible_tail: list[str] = []
+    cut = len(text)
+    for position in range(len(text) - 1, -1, -1):
+        char = text[position]
+        if _SEPARATORS.match(char):
+            continue
+        visible_tail.append(char)
+        if len(visible_tail) > len(growable) or "".join(reversed(visible_tail)) not in growable:
+            break
+        cut = position
+    return cut
