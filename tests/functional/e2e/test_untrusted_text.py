@@ -161,8 +161,8 @@ def test_a_key_straddling_the_clip_or_split_by_a_newline_never_leaks(bench: Work
     message = f"Bad key {KEY[:10]}\n{KEY[10:]} " + "x" * 470 + KEY
     result = run(run_against(bench, dialect, error_reply(dialect, 401, message)))
     assert result.returncode == 1
-    assert "toolscope: error: The provider refused the credentials (HTTP 401): Bad key [redacted]" in result.stderr
     assert_no_key(result.stdout, result.stderr, bench.only_session().read_bytes())
+    assert "toolscope: error: The provider refused the credentials (HTTP 401): Bad key [redacted]" in result.stderr
 
 
 @pytest.mark.timeout(60)
@@ -177,12 +177,12 @@ def test_a_key_echoed_in_reasoning_text_and_tool_arguments_never_leaks(bench: Wo
     )
     result = run(run_against(bench, dialect, echo, stream_reply(dialect, text=["Done."])))
     assert result.returncode == 0, result.stderr
-    assert "Your key is [redacted], kept safe." in result.stdout
     path = bench.only_session()
     inspected = toolscope(bench, "inspect", str(path))
     inspected_json = toolscope(bench, "inspect", "--json", str(path))
     assert inspected.returncode == inspected_json.returncode == 0, inspected.stderr
     assert_no_key(result.stdout, result.stderr, path.read_bytes(), inspected.stdout, inspected_json.stdout)
+    assert "Your key is [redacted], kept safe." in result.stdout
 
 
 # --- item 2: the last error line is shown literally --------------------------------------------------------
