@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from typing import Any, TextIO
 
 _ESCAPES = re.compile(
@@ -32,7 +33,6 @@ _ESCAPES = re.compile(
     re.VERBOSE,
 )
 _LINE_SEPARATORS = re.compile("[\u2028\u2029]")
-_NEWLINES = re.compile("\n")
 
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 """What `json.dumps(ensure_ascii=False)` leaves raw that a terminal may act on or reorder."""
@@ -51,7 +51,7 @@ def printable(text: str) -> str:
 def printable_line(text: str) -> str:
     """`printable(text)` on one line: each line break shown as `↵`, so no text can start a line of
     its own (a model faking a `toolscope: error:` line, say)."""
-    return _NEWLINES.sub("↵", printable(text))
+    return printable(text).replace("\n", "↵")
 
 
 def json_text(value: Any, **options: Any) -> str:
@@ -78,23 +78,18 @@ def write_line(stream: TextIO, text: str, *, sgr: str | None = None) -> None:
     stream.flush()
 
 
-def print_error(message: str, stream: TextIO | None = None) -> None:
+def print_error(message: str) -> None:
     """`toolscope: error: MESSAGE` on stderr, the message shown literally on one line."""
     from app.i18n import _
 
-    write_line(stream or _stderr(), _("toolscope: error: {message}").format(message=message), sgr=RED)
+    write_line(sys.stderr, _("toolscope: error: {message}").format(message=message), sgr=RED)
 
 
-def print_warning(message: str, stream: TextIO | None = None) -> None:
+def print_warning(message: str) -> None:
+    """`toolscope: warning: MESSAGE` on stderr, the message shown literally on one line."""
     from app.i18n import _
 
-    write_line(stream or _stderr(), _("toolscope: warning: {message}").format(message=message))
-
-
-def _stderr() -> TextIO:
-    import sys
-
-    return sys.stderr
+    write_line(sys.stderr, _("toolscope: warning: {message}").format(message=message))
 
 
 _UNFINISHED = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*)?\Z")
