@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from app.llm.stream import BlockDelta, BlockEnd, BlockStart, Finish, StreamEvent
 
@@ -46,25 +47,26 @@ def redact_message(message: str, key: str) -> str:
     return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 1] + "…"
 
 
+@lru_cache(maxsize=4)
+def _runs_of(key: str) -> tuple[re.Pattern[str], int]:
+    """A pattern that matches, without consuming, wherever a run of the key starts; the run length."""
+    size = min(FRAGMENT, len(key))
+    runs = sorted({key[i : i + size] for i in range(len(key) - size + 1)})
+    return re.compile("(?=(?:" + "|".join(map(re.escape, runs)) + "))"), size
+
+
 def _spans(text: str, key: str) -> list[tuple[int, int]]:
     """Where runs of the key are in `text`: merged, sorted `(start, end)` ranges."""
-    size = min(FRAGMENT, len(key))
+    runs, size = _runs_of(key)
     visible = _SEPARATORS.sub("", text)
-    grams = {key[i : i + size] for i in range(len(key) - size + 1)}
-    if not any(gram in visible for gram in grams):
+    starts = [match.start() for match in runs.finditer(visible)]
+    if not starts:
         return []
-    hits: list[tuple[int, int]] = []
-    for gram in grams:
-        start = visible.find(gram)
-        while start != -1:
-            hits.append((start, start + size))
-            start = visible.find(gram, start + 1)
-    hits.sort()
     # Back from positions in `visible` to positions in `text`.
     positions = [match.start() for match in _VISIBLE.finditer(text)]
     merged: list[tuple[int, int]] = []
-    for start, end in hits:
-        start, end = positions[start], positions[end - 1] + 1
+    for first in starts:
+        start, end = positions[first], positions[first + size - 1] + 1
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
@@ -150,14 +152,16 @@ def _possible_key_start(text: str, key: str) -> int:
     """Where the longest tail of `text` begins that more text could still turn into a run of the
     key (separators ignored); `len(text)` when there is none."""
     growable = key[:-1]
-    visible_tail: list[str] = []
-    cut = len(text)
+    visible = _SEPARATORS.sub("", text)
+    length = 0
+    while length < min(len(visible), len(growable)) and visible[-length - 1 :] in growable:
+        length += 1
+    if length == 0:
+        return len(text)
+    seen = 0
     for position in range(len(text) - 1, -1, -1):
-        char = text[position]
-        if _SEPARATORS.match(char):
-            continue
-        visible_tail.append(char)
-        if len(visible_tail) > len(growable) or "".join(reversed(visible_tail)) not in growable:
-            break
-        cut = position
-    return cut
+        if not _SEPARATORS.match(text[position]):
+            seen += 1
+            if seen == length:
+                return position
+    return 0
