@@ -37,7 +37,7 @@ _VISIBLE = re.compile(f"[^{_SEPARATOR_CLASS}]")
 
 def redact(text: str, key: str) -> str:
     """`text` with every run of the key (see the module docstring) replaced by `[redacted]`."""
-    return _apply(text, _spans(text, key)) if key else text
+    return _apply(text, _spans(text, _SEPARATORS.sub("", text), key)) if key else text
 
 
 def redact_message(message: str, key: str) -> str:
@@ -55,10 +55,10 @@ def _runs_of(key: str) -> tuple[re.Pattern[str], int]:
     return re.compile("(?=(?:" + "|".join(map(re.escape, runs)) + "))"), size
 
 
-def _spans(text: str, key: str) -> list[tuple[int, int]]:
-    """Where runs of the key are in `text`: merged, sorted `(start, end)` ranges."""
+def _spans(text: str, visible: str, key: str) -> list[tuple[int, int]]:
+    """Where runs of the key are in `text` (`visible`: `text` without separators): merged, sorted
+    `(start, end)` ranges."""
     runs, size = _runs_of(key)
-    visible = _SEPARATORS.sub("", text)
     starts = [match.start() for match in runs.finditer(visible)]
     if not starts:
         return []
@@ -105,6 +105,8 @@ class KeyRedactor:
             if not key:
                 return [event]
             shown = self._release(event.index, event.text)
+            if shown == event.text:
+                return [event]
             return [BlockDelta(event.index, shown)] if shown else []
         if isinstance(event, BlockStart):
             if key and (event.call_id or event.name):
@@ -130,8 +132,9 @@ class KeyRedactor:
     def _release(self, index: int, text: str) -> str:
         """The redacted part of the block's text that can be shown now; the rest is held."""
         text = self._held.pop(index, "") + text
-        spans = _spans(text, self._key)
-        cut = _possible_key_start(text, self._key)
+        visible = _SEPARATORS.sub("", text)
+        spans = _spans(text, visible, self._key)
+        cut = _possible_key_start(text, visible, self._key)
         for start, end in spans:
             if start < cut < end:
                 cut = start
@@ -148,16 +151,17 @@ def _maybe(value: str | None, key: str) -> str | None:
     return redact(value, key) if value else value
 
 
-def _possible_key_start(text: str, key: str) -> int:
+def _possible_key_start(text: str, visible: str, key: str) -> int:
     """Where the longest tail of `text` begins that more text could still turn into a run of the
-    key (separators ignored); `len(text)` when there is none."""
+    key (separators ignored; `visible` is `text` without them); `len(text)` when there is none."""
     growable = key[:-1]
-    visible = _SEPARATORS.sub("", text)
     length = 0
     while length < min(len(visible), len(growable)) and visible[-length - 1 :] in growable:
         length += 1
     if length == 0:
         return len(text)
+    if not _SEPARATORS.search(text, len(text) - length):
+        return len(text) - length
     seen = 0
     for position in range(len(text) - 1, -1, -1):
         if not _SEPARATORS.match(text[position]):
