@@ -17,7 +17,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
-    from typing import TextIO
 
     from app.config import Config
     from app.session.listing import SessionSummary
@@ -118,10 +117,9 @@ def _option_value(args: list[str], name: str) -> str | None:
 
 
 def _fail(message: str, code: int) -> int:
-    from app.i18n import _
+    from app.terminal import print_error
 
-    line = _("toolscope: error: {message}").format(message=message)
-    print(_paint(line, "31", _colour(sys.stderr)), file=sys.stderr)
+    print_error(message)
     return code
 
 
@@ -247,6 +245,7 @@ def _add_sessions(subparsers: argparse._SubParsersAction, shared: argparse.Argum
 def _sessions(options: argparse.Namespace, config: Config | None) -> int:
     from app.i18n import _, ngettext
     from app.session.listing import list_sessions
+    from app.terminal import BOLD, DIM, colour_enabled, paint
 
     summaries = list_sessions()
     if options.json:
@@ -268,10 +267,10 @@ def _sessions(options: argparse.Namespace, config: Config | None) -> int:
             padded.append(gap + cell if right else cell + gap)
         return "  ".join(padded).rstrip()
 
-    colour = _colour(sys.stdout)
-    out = [_paint(line(headings, measured[0]), "1", colour)]
+    colour = colour_enabled(sys.stdout)
+    out = [paint(line(headings, measured[0]), BOLD, colour)]
     for summary, row, row_widths in zip(summaries, rows, measured[1:]):
-        out.append(_paint(line(row, row_widths), "2", colour and summary.problem is not None))
+        out.append(paint(line(row, row_widths), DIM, colour and summary.problem is not None))
     count = len(summaries)
     out.append(ngettext("{count} session", "{count} sessions", count).format(count=count))
     sys.stdout.write("\n".join(out) + "\n")
@@ -279,15 +278,17 @@ def _sessions(options: argparse.Namespace, config: Config | None) -> int:
 
 
 def _session_row(summary: SessionSummary) -> list[str]:
+    """The cells of one session, each shown literally on its line (a file may be someone else's)."""
     import time
 
-    if summary.problem is not None:
-        return [summary.id, "-", _problem_text(summary.problem), "-", _human_size(summary.size)]
-    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
-    from app.terminal import printable
+    from app.terminal import printable_line
 
-    title = printable(summary.title)
-    return [summary.id, created, title, str(summary.events), _human_size(summary.size)]
+    session_id = printable_line(summary.id)
+    if summary.problem is not None:
+        return [session_id, "-", _problem_text(summary.problem), "-", _human_size(summary.size)]
+    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
+    title = printable_line(summary.title)
+    return [session_id, created, title, str(summary.events), _human_size(summary.size)]
 
 
 def _problem_text(problem: str) -> str:
@@ -303,7 +304,7 @@ def _problem_text(problem: str) -> str:
 
 
 def _print_sessions_json(summaries: list[SessionSummary]) -> None:
-    import json
+    from app.terminal import json_text
 
     payload = [
         {
@@ -317,7 +318,7 @@ def _print_sessions_json(summaries: list[SessionSummary]) -> None:
         }
         for summary in summaries
     ]
-    print(json.dumps(payload, ensure_ascii=False, indent=2))
+    print(json_text(payload, indent=2))
 
 
 def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
@@ -432,14 +433,3 @@ def _width(text: str) -> int:
 
     others = re.sub(r"[\x00-\x7f]+", "", text)
     return len(text) + sum(unicodedata.east_asian_width(char) in "WF" for char in others)
-
-
-def _colour(stream: TextIO) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set or TERM is dumb."""
-    import os
-
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-
-
-def _paint(text: str, sgr: str, colour: bool) -> str:
-    return f"\x1b[{sgr}m{text}\x1b[0m" if colour else text

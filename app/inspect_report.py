@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import sys
 import textwrap
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from app.config import Config, ConfigError, load_config
 from app.i18n import _, ngettext
@@ -36,15 +34,15 @@ from app.llm.projection import ProjectedRequest, describe_fallback, project_requ
 from app.llm.routes import Route, RouteCatalog, RouteConfigError, load_catalog
 from app.paths import config_file, sessions_dir
 from app.session.errors import SessionError, SessionNotFoundError
+from app.session.events import SESSION_ID_PATTERN
 from app.session.session import Session
 from app.session.view import ModelRequest
-from app.terminal import printable
+from app.terminal import colour_enabled, json_text, paint, print_error, print_warning, printable, printable_line
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
-SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 BODY_INDENT = "    "
 TEXT_WIDTH = 100
 
@@ -83,15 +81,15 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         )
     reports = inspect_requests(requests, routes, only=args.request)
     if args.json:
-        print(json.dumps(report_json(session.id, reports), ensure_ascii=False, indent=2))
+        print(json_text(report_json(session.id, reports), indent=2))
     else:
-        sys.stdout.write(render_text(session.id, len(requests), reports, color=_colors(sys.stdout)))
+        sys.stdout.write(render_text(session.id, len(requests), reports, color=colour_enabled(sys.stdout)))
     return EXIT_OK
 
 
 def resolve_session(ref: str) -> Path:
     """A session id names `<sessions dir>/<id>.jsonl`; anything else is a path."""
-    if SESSION_ID.fullmatch(ref):
+    if SESSION_ID_PATTERN.fullmatch(ref):
         candidate = sessions_dir() / f"{ref}.jsonl"
         if candidate.is_file():
             return candidate
@@ -302,7 +300,7 @@ def _route_lines(report: RouteReport, paint: _Painter) -> list[str]:
         lines += section("prefix", [paint.red(_("broken at {pointer}").format(pointer=pointer))])
     else:
         lines += section("prefix", [paint.red(_("broken (the previous body was not sendable)"))])
-    lines += section("beta", [_beta(report) or _("none")])
+    lines += section("beta", [printable_line(_beta(report) or _("none"))])
     fallback = report.projected.fallback
     explained = (
         textwrap.wrap(describe_fallback(fallback), TEXT_WIDTH - len(indent)) if fallback else []
@@ -326,7 +324,7 @@ def _declaration_rows(report: RouteReport) -> list[str]:
     }
     rows = [
         [
-            printable(declaration.tool.name),
+            printable_line(declaration.tool.name),
             states[declaration.state],
             "defer_loading" if declaration.defer_loading else "",
         ]
@@ -345,7 +343,7 @@ def _block_rows(report: RouteReport) -> list[str]:
     for block, position in _blocks(report):
         where = f"/messages/{position}" if position is not None else "-"
         what = json.dumps(block.text, ensure_ascii=False) if block.kind == "text" else block.name
-        what = printable(what or "")
+        what = printable_line(what or "")
         source = _("from developer message seq {seq}").format(seq=block.seq)
         rows.append([where, kinds[block.kind], what, source])
     return _columns(rows)
@@ -368,11 +366,14 @@ def _pad(text: str, width: int) -> str:
 
 
 class _Painter:
+    """Paints a line's parts; what it paints is shown literally (a route or a reason may come from
+    someone else's session file)."""
+
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
 
     def _sgr(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+        return paint(printable_line(text), code, self.enabled)
 
     def bold(self, text: str) -> str:
         return self._sgr("1", text)
@@ -390,15 +391,10 @@ class _Painter:
         return self._sgr("33", text)
 
 
-def _colors(stream: TextIO) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set or TERM is dumb."""
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-
-
 def _fail(message: str, code: int) -> int:
-    print(_("toolscope: error: {message}").format(message=message), file=sys.stderr)
+    print_error(message)
     return code
 
 
 def _warn(message: str) -> None:
-    print(_("toolscope: warning: {message}").format(message=message), file=sys.stderr)
+    print_warning(message)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -38,8 +37,8 @@ from app.session.events import (
     ToolResult,
 )
 from app.session.store import SessionStore
+from app.terminal import PrintableStream, json_text, print_error, write_line
 from app.tools.approval import AutoApprover
-from app.terminal import PrintableStream, printable
 from app.tools.registry import SourceProblem
 
 EXIT_OK = 0
@@ -58,7 +57,7 @@ class HeadlessListener(AgentListener):
 
     def event_appended(self, event: Envelope) -> None:
         if self._json:
-            self._out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            self._out.write(json_text(event.to_json()) + "\n")
             self._out.flush()
         if isinstance(event, DeveloperMessage):
             self._end_text_line()
@@ -121,9 +120,9 @@ class HeadlessListener(AgentListener):
         self._text_blocks.clear()
 
     def note(self, line: str) -> None:
-        """One line to stderr; tool arguments and provider messages in it are shown literally."""
-        self._err.write(printable(line) + "\n")
-        self._err.flush()
+        """One line to stderr; tool arguments and provider messages in it are shown literally and
+        cannot start a line of their own."""
+        write_line(self._err, line)
 
 
 def run(options: argparse.Namespace, config: Config | None) -> int:
@@ -132,7 +131,7 @@ def run(options: argparse.Namespace, config: Config | None) -> int:
     except KeyboardInterrupt:
         # asyncio.run cancelled the turn first, so the log already holds its closers.
         print(file=sys.stdout)
-        print(_("Interrupted: the turn was closed as aborted."), file=sys.stderr)
+        write_line(sys.stderr, _("Interrupted: the turn was closed as aborted."))
         return EXIT_INTERRUPTED
 
 
@@ -175,6 +174,6 @@ async def _run(options: argparse.Namespace, config: Config | None) -> int:
         if not options.json:
             listener.note(_("Session: {id}").format(id=writer.id))
     if result.failure is not None:
-        print(_("toolscope: error: {message}").format(message=result.failure.message), file=sys.stderr)
+        print_error(result.failure.message)
         return EXIT_FAILURE
     return EXIT_OK

@@ -3,7 +3,9 @@ the idle timeout, and `StreamingAdapter`, which runs one SSE request through a t
 
 Every failure leaves `StreamingAdapter.stream` as an error `Finish`, never as an exception: the loop
 logs `agent/request-error` from the finish and the retry policy decides. The API key is read from
-the environment at request time, sent only in a header, and scrubbed from every failure message.
+the environment at request time, sent only in a header, and redacted from every event the adapter
+yields (`app.llm.redact`); failure details here are the provider's full text, clipped only after
+redaction.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -38,6 +39,7 @@ from app.llm.errors import (
     TRANSPORT,
     Failure,
 )
+from app.llm.redact import KeyRedactor
 from app.llm.stream import Finish, StreamEvent, StreamTranslator
 from app.untrusted_json import loads
 
@@ -51,7 +53,6 @@ stream of nothing but comments would otherwise hold a turn for ever."""
 
 CONNECT_TIMEOUT = 15.0
 ERROR_BODY_LIMIT = 64 * 1024
-DETAIL_LIMIT = 500
 
 T = TypeVar("T")
 
@@ -191,12 +192,12 @@ def _error_labels_and_detail(body: bytes) -> tuple[str, str]:
     try:
         payload = loads(text)
     except ValueError:
-        return "", _clip(text)
+        return "", text
     if isinstance(payload, dict) and "error" in payload:
         return _describe_error(payload["error"])
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return "", _clip(payload["message"])
-    return "", _clip(text)
+        return "", payload["message"]
+    return "", text
 
 
 def _describe_error(error: object) -> tuple[str, str]:
@@ -204,15 +205,10 @@ def _describe_error(error: object) -> tuple[str, str]:
     if isinstance(error, dict):
         labels = " ".join(str(error[key]) for key in ("type", "code") if error.get(key) is not None)
         message = error.get("message")
-        return labels, _clip(message if isinstance(message, str) else json.dumps(error))
+        return labels, message if isinstance(message, str) else json.dumps(error)
     if isinstance(error, str):
-        return "", _clip(error)
-    return "", _clip(json.dumps(error))
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= DETAIL_LIMIT else text[: DETAIL_LIMIT - 1] + "…"
+        return "", error
+    return "", json.dumps(error)
 
 
 def unusable_key(api_key_env: str, api_key: str) -> Failure | None:
@@ -230,14 +226,6 @@ def unusable_key(api_key_env: str, api_key: str) -> Failure | None:
             ),
         )
     return None
-
-
-def scrub_secret(event: StreamEvent, secret: str) -> StreamEvent:
-    """Never let the key reach a failure message (a gateway may echo the header it refused)."""
-    if secret and isinstance(event, Finish) and event.failure is not None and secret in event.failure.message:
-        message = event.failure.message.replace(secret, "[redacted]")
-        return replace(event, failure=event.failure.model_copy(update={"message": message}))
-    return event
 
 
 async def _read_capped(response: httpx.Response) -> bytes:
@@ -423,8 +411,10 @@ class StreamingAdapter(ABC):
         watch = AbortWatch(abort) if abort is not None else None
         try:
             wire_body = self._wire_body(body)
+            redactor = KeyRedactor(api_key)
             async for event in self._exchange(translator, feed, wire_body, request_headers, watch):
-                yield scrub_secret(event, api_key)
+                for redacted in redactor.feed(event):
+                    yield redacted
         finally:
             if watch is not None:
                 watch.close()

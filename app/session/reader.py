@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,8 +36,6 @@ from app.untrusted_json import loads
 # classify a line by what follows.
 EVENT_LINE_PREFIX = b'{"type":'
 BOM = b"\xef\xbb\xbf"
-# Session ids double as file names: a parent id from a file must not name a path elsewhere.
-SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 ParentResolver = Callable[[str], Path]
 
@@ -131,18 +128,15 @@ def _read_file(path: Path) -> RawSession:
 def _parent_path(
     child: RawSession, resolve_parent: ParentResolver | None, visited: set[Path]
 ) -> Path:
-    """The file of `child`'s parent; refused when the id is invalid, the file missing, or already
+    """The file of `child`'s parent; refused when the file is missing, or already
     in the chain (a loop)."""
     assert child.header.parent is not None
     path, parent_id = child.path, child.header.parent.id
+    # The header's model admits only plain ids (`SESSION_ID_PATTERN`): never a path elsewhere.
     if resolve_parent is not None:
         parent_path = resolve_parent(parent_id)
-    elif SESSION_ID_PATTERN.fullmatch(parent_id):
-        parent_path = path.parent / f"{parent_id}.jsonl"
     else:
-        raise SessionCorruptionError(
-            path, 1, _("parent id {id!r} is not a valid session id").format(id=parent_id)
-        )
+        parent_path = path.parent / f"{parent_id}.jsonl"
     if parent_path.resolve() in visited:
         raise SessionCorruptionError(
             path, 1, _("the parent chain loops back to {path}").format(path=parent_path)
@@ -343,6 +337,10 @@ def _describe_error_kind(kind: str, ctx: dict[str, Any], fallback: str) -> str:
         return _("unexpected key")
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return _("must not be empty")
+    if kind == "string_pattern_mismatch":
+        return _(
+            "must be a session id: up to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
     if kind == "literal_error":
         return _("must be one of {expected}").format(expected=ctx["expected"])
     if kind == "greater_than_equal":

@@ -27,6 +27,7 @@ from app.session.errors import SessionLockedError, SessionNotFoundError
 from app.session.events import (
     EVENT_TYPES,
     FORMAT_VERSION,
+    SESSION_ID_PATTERN,
     Event,
     ParentRef,
     SessionHeader,
@@ -39,7 +40,7 @@ from app.session.events import (
     encode_header,
 )
 from app.session.invariants import InvalidEventError, PendingCall
-from app.session.reader import SESSION_ID_PATTERN, EventLineError, decode_event_line
+from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 
 # A crash between these and the next commit point could lose a decision the log must keep: a

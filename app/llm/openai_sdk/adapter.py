@@ -31,7 +31,7 @@ from app.i18n import _
 from app.llm.deepseek.translator import DeepSeekTranslator
 from app.llm.errors import MALFORMED_RESPONSE, Failure
 
-# The abort watch and the key scrubbing are the HTTP adapters' own, shared rather than re-implemented.
+# The abort watch and the failure mapping are the HTTP adapters' own, shared rather than re-implemented.
 from app.llm.http import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
@@ -44,10 +44,10 @@ from app.llm.http import (
     failure_from_status,
     failure_from_transport_error,
     read_unless_aborted,
-    scrub_secret,
     stream_timeout,
     unusable_key,
 )
+from app.llm.redact import KeyRedactor
 from app.llm.stream import Finish, StreamEvent
 
 T = TypeVar("T")
@@ -113,8 +113,10 @@ class OpenAISdkAdapter:
         )
         watch = AbortWatch(abort) if abort is not None else None
         try:
+            redactor = KeyRedactor(api_key)
             async for event in self._exchange(client, self._arguments(body, headers, api_key), watch):
-                yield scrub_secret(event, api_key)
+                for redacted in redactor.feed(event):
+                    yield redacted
         finally:
             if watch is not None:
                 watch.close()

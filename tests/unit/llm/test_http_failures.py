@@ -73,10 +73,13 @@ def test_status_and_wording_map_to_a_code(status, body, code):
     assert f"HTTP {status}" in failure.message
 
 
-def test_the_detail_is_the_providers_message_clipped():
-    failure = failure_from_status(400, openai_error("bad " * 400), httpx.Headers())
-    assert failure.message.startswith("The provider rejected the request (HTTP 400): bad bad")
-    assert len(failure.message) < 600 and failure.message.endswith("…")
+def test_the_detail_is_the_providers_message_clipped_as_it_leaves_the_adapter(monkeypatch):
+    monkeypatch.setenv("DS_KEY", KEY)
+    long_error = httpx.Response(400, json={"error": {"message": "bad " * 400}})
+    adapter = DeepSeekAdapter("https://api.example.test", "DS_KEY", "m", transport=recording_transport([], long_error))
+    (finish,) = collect(adapter, {})
+    assert finish.failure.message.startswith("The provider rejected the request (HTTP 400): bad bad")
+    assert len(finish.failure.message) == 500 and finish.failure.message.endswith("…")
 
 
 @pytest.mark.parametrize(

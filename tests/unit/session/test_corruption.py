@@ -298,7 +298,11 @@ CASES: dict[str, Case] = {
     ),
     "parent id that is a path": Case(
         lambda logs: logs.write("s", [], parent={"id": "../gone", "seq": 0}),
-        CORRUPT, 1, r"parent id '\.\./gone' is not a valid session id",
+        CORRUPT, 1, r"invalid session header: parent\.id: must be a session id: .*",
+    ),
+    "session id with an escape sequence": Case(
+        lambda logs: logs.write("s", [], header=logs.header(id="s\x1b]0;title\x07")),
+        CORRUPT, 1, r"invalid session header: id: must be a session id: .*",
     ),
     "parent seq beyond parent": Case(
         child_of(lambda logs: logs.completed_turn(), 9),
