@@ -38,16 +38,14 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"toolscope {__version__}")
         return EXIT_OK
+    from app.streams import guard_standard_streams
+
+    # A reader that goes away (`toolscope run … | head -1`) silences the output, never the command.
+    guard_standard_streams()
     try:
         return _run(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (`toolscope sessions | head`): silence the final flush too.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILURE
 
 
 def _asks_for_version(args: list[str]) -> bool:
@@ -85,8 +83,6 @@ def _run(args: list[str]) -> int:
         return handler(options, config)
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
-    except BrokenPipeError:
-        raise
     except OSError as error:
         # The file system said no (a missing or unreadable data dir): the user's to fix, not a bug.
         where = f"{error.filename}: " if error.filename else ""
@@ -374,10 +370,23 @@ def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentPa
         ),
         allow_abbrev=False,
     )
-    parser.add_argument("prompt", metavar="PROMPT", help=_("what to ask"))
-    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
     parser.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help=_("what to ask; '-' or none reads it from stdin when stdin is not a terminal"),
+    )
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+    )
+    which.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help=_("continue the session written to last"),
     )
     parser.add_argument(
         "--json", action="store_true", help=_("print every logged event as one JSON line")
@@ -391,12 +400,20 @@ def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentPa
 
 
 def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
-    from app.agent.headless import run
+    from app.agent.headless import UsageError, run
+    from app.i18n import _
     from app.llm.routes import RouteConfigError
 
+    prompt = options.prompt
+    if prompt is None or prompt == "-":
+        if prompt is None and sys.stdin.isatty():
+            return _fail(_("no prompt: give PROMPT, or pipe it on stdin"), EXIT_USAGE)
+        prompt = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    if not prompt.strip():
+        return _fail(_("the prompt is empty: nothing to send"), EXIT_USAGE)
     try:
-        return run(options, config)
-    except RouteConfigError as error:
+        return run(options, config, prompt)
+    except (UsageError, RouteConfigError) as error:
         return _fail(str(error), EXIT_USAGE)
 
 
