@@ -326,7 +326,8 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
         description=_(
             "For each model request of a session, show per route the declared tools, the tool "
             "update blocks, the beta header, any fallback, whether the cached prefix of the "
-            "previous request is kept, and the full wire body."
+            "previous request is kept; with --body also the full wire body. On a terminal the "
+            "text goes through the pager ($TOOLSCOPE_PAGER, else $PAGER, else less)."
         ),
         allow_abbrev=False,
     )
@@ -346,7 +347,13 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
         metavar="R",
         help=_("only route R (repeatable; default: every route of the catalog)"),
     )
+    parser.add_argument(
+        "--body", action="store_true", help=_("also show each route's full wire body (JSON always has it)")
+    )
     parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
+    parser.add_argument(
+        "--no-pager", action="store_true", help=_("never send the text through the pager")
+    )
     parser.set_defaults(handler=_inspect)
 
 
