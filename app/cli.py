@@ -232,30 +232,103 @@ def _add_sessions(subparsers: argparse._SubParsersAction, shared: argparse.Argum
     parser = subparsers.add_parser(
         "sessions",
         parents=[shared],
-        help=_("list saved sessions, newest first"),
+        help=_("list saved sessions, newest first, or remove one"),
         description=_("List saved sessions, newest first."),
         allow_abbrev=False,
     )
+    parser.add_argument(
+        "-n", type=_positive, metavar="N", dest="limit", help=_("only the N newest sessions")
+    )
     parser.add_argument("--json", action="store_true", help=_("print the list as JSON"))
     parser.set_defaults(handler=_sessions)
+    actions = parser.add_subparsers(title=_("commands"), metavar="COMMAND")
+    remove = actions.add_parser(
+        "rm",
+        parents=[shared],
+        help=_("delete a session"),
+        description=_(
+            "Delete the session ID (and any torn lines set aside from it). Asks first on a "
+            "terminal; elsewhere --yes is required. Refused while the session is open for "
+            "writing or forks of it need its events."
+        ),
+        allow_abbrev=False,
+    )
+    remove.add_argument("session", metavar="ID", help=_("the id of the session to delete"))
+    remove.add_argument(
+        "-y", "--yes", action="store_true", help=_("delete without asking")
+    )
+    remove.set_defaults(handler=_remove_session)
+
+
+def _positive(value: str) -> int:
+    import argparse
+
+    from app.i18n import _
+
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            _("expected a whole number of at least 1, got '{value}'").format(value=value)
+        )
+    return number
 
 
 def _sessions(options: argparse.Namespace, config: Config | None) -> int:
     from app.i18n import _, ngettext
     from app.session.listing import list_sessions
 
-    summaries = list_sessions()
+    summaries = list_sessions()[: options.limit]
     if options.json:
         _print_sessions_json(summaries)
         return EXIT_OK
     if not summaries:
         print(_("No sessions yet."))
         return EXIT_OK
-    headings = [_("ID"), _("Created"), _("Title"), _("Events"), _("Size")]
+    headings = [
+        _("ID"), _("Created"), _("Last active"), _("Route"), _("Directory"), _("Title"), _("Events"),
+        _("Size"),
+    ]
     rows = [_session_row(summary) for summary in summaries]
+    right_aligned = (False,) * 6 + (True, True)
+    dimmed = [summary.problem is not None for summary in summaries]
+    count = len(summaries)
+    total = ngettext("{count} session", "{count} sessions", count).format(count=count)
+    sys.stdout.write(_table(headings, rows, right_aligned, dimmed) + total + "\n")
+    return EXIT_OK
+
+
+def _remove_session(options: argparse.Namespace, config: Config | None) -> int:
+    from app.i18n import _
+    from app.session.store import SessionStore
+
+    store = SessionStore()
+    if not options.yes:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return _fail(
+                _("not deleting {id} without confirmation: add --yes").format(id=options.session),
+                EXIT_USAGE,
+            )
+        store.find(options.session)  # a missing session is reported before the question
+        sys.stderr.write(_("Delete session {id}? [y/N] ").format(id=options.session))
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            print(_("Nothing deleted."), file=sys.stderr)
+            return EXIT_FAILURE
+    store.remove(options.session)
+    print(_("Deleted session {id}.").format(id=options.session), file=sys.stderr)
+    return EXIT_OK
+
+
+def _table(
+    headings: list[str], rows: list[list[str]], right_aligned: tuple[bool, ...], dimmed: list[bool]
+) -> str:
+    """Aligned columns (wide characters counted as two cells), the heading bold on a terminal."""
     measured = [[_width(cell) for cell in row] for row in [headings, *rows]]
     widths = [max(column) for column in zip(*measured)]
-    right_aligned = (False, False, False, True, True)
 
     def line(cells: list[str], cell_widths: list[int]) -> str:
         padded = []
@@ -266,24 +339,44 @@ def _sessions(options: argparse.Namespace, config: Config | None) -> int:
 
     colour = _colour(sys.stdout)
     out = [_paint(line(headings, measured[0]), "1", colour)]
-    for summary, row, row_widths in zip(summaries, rows, measured[1:]):
-        out.append(_paint(line(row, row_widths), "2", colour and summary.problem is not None))
-    count = len(summaries)
-    out.append(ngettext("{count} session", "{count} sessions", count).format(count=count))
-    sys.stdout.write("\n".join(out) + "\n")
-    return EXIT_OK
+    for row, row_widths, dim in zip(rows, measured[1:], dimmed):
+        out.append(_paint(line(row, row_widths), "2", colour and dim))
+    return "\n".join(out) + "\n"
 
 
 def _session_row(summary: SessionSummary) -> list[str]:
-    import time
-
-    if summary.problem is not None:
-        return [summary.id, "-", _problem_text(summary.problem), "-", _human_size(summary.size)]
-    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
     from app.terminal import printable
 
-    title = printable(summary.title)
-    return [summary.id, created, title, str(summary.events), _human_size(summary.size)]
+    last_active = _local_time(summary.last_active)
+    if summary.problem is not None:
+        problem = _problem_text(summary.problem)
+        return [summary.id, "-", last_active, "-", "-", problem, "-", _human_size(summary.size)]
+    return [
+        summary.id,
+        _local_time(summary.created_at),
+        last_active,
+        printable(summary.route or "-"),
+        printable(_home_relative(summary.cwd or "-")),
+        printable(summary.title),
+        str(summary.events),
+        _human_size(summary.size),
+    ]
+
+
+def _local_time(ms: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
+
+
+def _home_relative(path: str) -> str:
+    """`~/…` for a directory under the home directory, as shells show it."""
+    import os
+
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
 
 
 def _problem_text(problem: str) -> str:
@@ -306,6 +399,9 @@ def _print_sessions_json(summaries: list[SessionSummary]) -> None:
             "id": summary.id,
             "path": str(summary.path),
             "createdAt": summary.created_at,
+            "lastActive": summary.last_active,
+            "route": summary.route,
+            "cwd": summary.cwd,
             "title": summary.title,
             "events": None if summary.problem else summary.events,
             "size": summary.size,
@@ -424,10 +520,87 @@ def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
         return _fail(str(error), EXIT_USAGE)
 
 
+def _add_routes(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = subparsers.add_parser(
+        "routes",
+        parents=[shared],
+        help=_("list the routes: dialect, model, tool updates, whether the key is set"),
+        description=_(
+            "List the routes of the catalog (built-in and from the config): each one's wire "
+            "dialect, model, tool-update mode and whether its API key is set (never the key)."
+        ),
+        allow_abbrev=False,
+    )
+    parser.add_argument("--json", action="store_true", help=_("print the list as JSON"))
+    parser.set_defaults(handler=_routes)
+
+
+def _routes(options: argparse.Namespace, config: Config | None) -> int:
+    import json
+    import os
+
+    from app.agent.runtime import catalog_from, default_route_id
+    from app.i18n import _
+
+    catalog = catalog_from(config)
+    default = default_route_id(catalog, config)
+    routes = list(catalog)
+
+    def key_state(env: str | None) -> str:
+        if env is None:
+            return "not-needed"
+        return "set" if os.environ.get(env, "").strip() else "missing"
+
+    if options.json:
+        payload = [
+            {
+                "id": route.id,
+                "label": route.display_label,
+                "dialect": route.dialect,
+                "model": route.model,
+                "baseUrl": route.base_url,
+                "toolUpdate": route.tool_update,
+                "apiKeyEnv": route.api_key_env,
+                "key": key_state(route.api_key_env),
+                "default": route.id == default,
+            }
+            for route in routes
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    from app.terminal import printable
+
+    def key_text(env: str | None) -> str:
+        state = key_state(env)
+        if state == "not-needed":
+            return _("not needed")
+        if state == "set":
+            return _("set ({name})").format(name=env)
+        return _("missing ({name})").format(name=env)
+
+    headings = ["  " + _("Route"), _("Dialect"), _("Model"), _("Tool updates"), _("API key")]
+    rows = [
+        [
+            printable(("* " if route.id == default else "  ") + route.id),
+            route.dialect,
+            printable(route.model),
+            route.tool_update,
+            key_text(route.api_key_env),
+        ]
+        for route in routes
+    ]
+    sys.stdout.write(_table(headings, rows, (False,) * 5, [False] * len(rows)))
+    print(_("* the default route"))
+    return EXIT_OK
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_sessions,
     _add_inspect,
     _add_run,
+    _add_routes,
 )
 
 
