@@ -509,7 +509,7 @@ def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
 
     prompt = options.prompt
     if prompt is None or prompt == "-":
-        if prompt is None and sys.stdin.isatty():
+        if sys.stdin is None or (prompt is None and sys.stdin.isatty()):
             return _fail(_("no prompt: give PROMPT, or pipe it on stdin"), EXIT_USAGE)
         prompt = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     if not prompt.strip():
