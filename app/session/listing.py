@@ -1,12 +1,13 @@
 """The session list behind `toolscope sessions`: one summary per log file, fast with thousands of files.
 
-A summary needs only the header line, the first `user/message` line, the last `request/header`
-line (for the route last used) and the line count, so a file is never parsed line by line: those
-lines are found with a byte search for a line that starts with `{"type":"user/message"` or
-`{"type":"request/header"` (the writer puts `type` first, and inside a JSON string the quotes
-would be escaped, so the pattern can only start a line) and lines are counted with `bytes.count`. Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name
-and checked against size and mtime; a file that only grew (logs are append-only) has just its new
-bytes scanned. A file that is not a valid session is listed as unreadable, never raised.
+A summary needs only the header line, the first `user/message` line, the last `request/header` line
+(for the route last used) and the line count, so a file is never parsed line by line: those lines
+are found with a byte search for a line that starts with `{"type":"user/message"` or
+`{"type":"request/header"` (the writer puts `type` first, and inside a JSON string the quotes would
+be escaped, so the pattern can only start a line) and lines are counted with `bytes.count`.
+Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name and checked
+against size and mtime; a file that only grew (logs are append-only) has just its new bytes scanned.
+A file that is not a valid session is listed as unreadable, never raised.
 """
 
 from __future__ import annotations
@@ -294,8 +295,12 @@ def _first_user_text(lines: bytes) -> str | None:
 
 def _last_route(lines: bytes) -> str | None:
     """The route of the last `request/header` line among complete `lines`, or None."""
-    hit = (b"\n" + lines).rfind(REQUEST_HEADER_LINE)
-    if hit < 0:
+    hit = lines.rfind(REQUEST_HEADER_LINE)
+    if hit >= 0:
+        hit += 1
+    elif lines.startswith(REQUEST_HEADER_LINE[1:]):
+        hit = 0
+    else:
         return None
     end = lines.find(b"\n", hit)
     found = ROUTE_FIELD.search(lines, hit, end)

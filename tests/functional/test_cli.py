@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app import __version__
+from app.session.listing import CACHE_VERSION
 from app.session.events import (
     SessionHeader,
     TurnStartData,
@@ -241,7 +242,7 @@ def test_damaged_cache_is_ignored(home: Path) -> None:
     write_session(home, "s", user_texts=("hello",))
     cache = home / "cache" / "sessions-index.json"
     cache.parent.mkdir(parents=True)
-    cache.write_text('{"version": 1, "files": {"s.jsonl": {"size": "x"}}}')
+    cache.write_text(f'{{"version": {CACHE_VERSION}, "files": {{"s.jsonl": {{"size": "x"}}}}}}')
     assert listing(home)[0]["title"] == "hello"
     cache.write_text("[1, 2")
     assert listing(home)[0]["title"] == "hello"
