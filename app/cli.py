@@ -2,8 +2,8 @@
 
 `--version` is answered before anything else is imported, so this module imports only `sys` at the
 top; everything else is imported by the code that needs it (pydantic only when a config file
-exists). A subcommand is one function that adds its parser and sets `handler(options, config)`,
-plus one entry in `COMMANDS`; only commands that work are registered.
+exists). A subcommand is one function that adds its parser (`_command_parser`) and sets
+`handler(options, config)`, plus one entry in `COMMANDS`; only commands that work are registered.
 
 Exit codes: 0 done, 1 runtime error (a session that cannot be read, a failed turn), 2 usage or
 config error. Expected failures print one localized line to stderr, never a traceback.
@@ -226,15 +226,29 @@ def _localize_argparse() -> None:
 # --- commands ------------------------------------------------------------------------------
 
 
+def _command_parser(
+    subparsers: argparse._SubParsersAction,
+    shared: argparse.ArgumentParser,
+    name: str,
+    *,
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """One command's parser: the global options accepted after it too, no abbreviations."""
+    return subparsers.add_parser(
+        name, parents=[shared], help=summary, description=description, allow_abbrev=False
+    )
+
+
 def _add_sessions(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "sessions",
-        parents=[shared],
-        help=_("list saved sessions, newest first, or remove one"),
+        summary=_("list saved sessions, newest first, or remove one"),
         description=_("List saved sessions, newest first."),
-        allow_abbrev=False,
     )
     parser.add_argument(
         "-n", type=_positive, metavar="N", dest="limit", help=_("only the N newest sessions")
@@ -242,16 +256,16 @@ def _add_sessions(subparsers: argparse._SubParsersAction, shared: argparse.Argum
     parser.add_argument("--json", action="store_true", help=_("print the list as JSON"))
     parser.set_defaults(handler=_sessions)
     actions = parser.add_subparsers(title=_("commands"), metavar="COMMAND")
-    remove = actions.add_parser(
+    remove = _command_parser(
+        actions,
+        shared,
         "rm",
-        parents=[shared],
-        help=_("delete a session"),
+        summary=_("delete a session"),
         description=_(
             "Delete the session ID (and any torn lines set aside from it). Asks first on a "
             "terminal; elsewhere --yes is required. Refused while the session is open for "
             "writing or forks of it need its events."
         ),
-        allow_abbrev=False,
     )
     remove.add_argument("session", metavar="ID", help=_("the id of the session to delete"))
     remove.add_argument(
@@ -415,17 +429,17 @@ def _print_sessions_json(summaries: list[SessionSummary]) -> None:
 def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "inspect",
-        parents=[shared],
-        help=_("show what each route receives for each request of a session"),
+        summary=_("show what each route receives for each request of a session"),
         description=_(
             "For each model request of a session, show per route the declared tools, the tool "
             "update blocks, the beta header, any fallback, whether the cached prefix of the "
             "previous request is kept; with --body also the full wire body. On a terminal the "
             "text goes through the pager ($TOOLSCOPE_PAGER, else $PAGER, else less)."
         ),
-        allow_abbrev=False,
     )
     parser.add_argument(
         "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
@@ -462,16 +476,16 @@ def _inspect(options: argparse.Namespace, config: Config | None) -> int:
 def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "run",
-        parents=[shared],
-        help=_("run one turn without the interface and print the answer"),
+        summary=_("run one turn without the interface and print the answer"),
         description=_(
             "Send PROMPT as one turn, on the same session log the chat writes. The answer goes to "
             "stdout (or every logged event as a JSON line with --json); tool changes, tool calls "
             "and problems go to stderr."
         ),
-        allow_abbrev=False,
     )
     parser.add_argument(
         "prompt",
@@ -523,15 +537,15 @@ def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
 def _add_routes(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "routes",
-        parents=[shared],
-        help=_("list the routes: dialect, model, tool updates, whether the key is set"),
+        summary=_("list the routes: dialect, model, tool updates, whether the key is set"),
         description=_(
             "List the routes of the catalog (built-in and from the config): each one's wire "
             "dialect, model, tool-update mode and whether its API key is set (never the key)."
         ),
-        allow_abbrev=False,
     )
     parser.add_argument("--json", action="store_true", help=_("print the list as JSON"))
     parser.set_defaults(handler=_routes)
