@@ -94,10 +94,17 @@ def _run(args: list[str]) -> int:
         return _fail(str(error), EXIT_USAGE)
 
 
+_CONFIG_ERRORS = (("app.config", "ConfigError"), ("app.llm.routes", "RouteConfigError"))
+
+
 def _is_config_error(error: Exception) -> bool:
-    """Asked without importing `app.config` (pydantic): if it was never imported, it raised nothing."""
-    module = sys.modules.get("app.config")
-    return module is not None and isinstance(error, module.ConfigError)
+    """A bad config file or route, asked without importing the modules (pydantic): a module that
+    was never imported raised nothing."""
+    for module_name, class_name in _CONFIG_ERRORS:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(error, getattr(module, class_name)):
+            return True
+    return False
 
 
 def _option_value(args: list[str], name: str) -> str | None:
@@ -519,7 +526,6 @@ def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentPa
 def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
     from app.agent.headless import UsageError, run
     from app.i18n import _
-    from app.llm.routes import RouteConfigError
 
     prompt = options.prompt
     if prompt is None or prompt == "-":
@@ -530,7 +536,7 @@ def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
         return _fail(_("the prompt is empty: nothing to send"), EXIT_USAGE)
     try:
         return run(options, config, prompt)
-    except (UsageError, RouteConfigError) as error:
+    except UsageError as error:
         return _fail(str(error), EXIT_USAGE)
 
 

@@ -373,6 +373,9 @@ def test_routes_show_dialect_model_mode_and_whether_the_key_is_set(home: Path, t
     assert as_json["offline/demo"]["key"] == "not-needed"
     assert as_json["local/gw"]["default"] and as_json["local/gw"]["toolUpdate"] == "none"
     assert secret not in json.dumps(as_json)
+    config.write_text('[defaults]\nroute = "nope/nope"\n')
+    broken = toolscope(home, "routes", **env)
+    assert str(config) in assert_one_line_error(broken, 2)
 
 
 def _run_turn(home: Path, cwd: Path, *args: str) -> None:
