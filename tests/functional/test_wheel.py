@@ -1,9 +1,9 @@
 """The built wheel, installed into a fresh venv, speaks Chinese: the catalogs ship compiled.
 
-The wheel is built from a copy of the sources the way `pip install .` builds it (an isolated
-build; pip finds setuptools, wheel and babel through its configured index), then installed with
-`--no-deps` into a new venv that borrows this environment's site-packages for the dependencies
-(nothing is downloaded for them). The command that runs is the fresh venv's own console script.
+The wheel is built from a copy of the sources by pip, with this environment's build backend
+(setuptools, wheel and babel come with the `test` extra) so nothing is downloaded, then installed
+with `--no-deps` into a new venv that borrows this environment's site-packages for the
+dependencies. The command that runs is the fresh venv's own console script.
 """
 
 from __future__ import annotations
@@ -41,7 +41,10 @@ def _pip(*args: str, cwd: Path) -> None:
 def test_the_installed_wheel_carries_the_chinese_catalog(tmp_path: Path) -> None:
     source = tmp_path / "source"
     _copy_sources(source)
-    _pip("wheel", "--no-deps", "--wheel-dir", str(tmp_path / "dist"), str(source), cwd=tmp_path)
+    _pip(
+        "wheel", "--no-deps", "--no-index", "--no-build-isolation",
+        "--wheel-dir", str(tmp_path / "dist"), str(source), cwd=tmp_path,
+    )
     (wheel,) = (tmp_path / "dist").glob("toolscope-*.whl")
     assert "app/locale/zh_CN/LC_MESSAGES/toolscope.mo" in zipfile.ZipFile(wheel).namelist()
 
