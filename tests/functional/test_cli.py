@@ -13,6 +13,7 @@ import pytest
 
 from app import __version__
 from app.session.listing import CACHE_VERSION
+from tests.support.terminal import drain
 from app.session.events import (
     SessionHeader,
     TurnStartData,
@@ -445,16 +446,7 @@ def _answer_on_a_terminal(home: Path, answer: str, *args: str) -> tuple[int, str
         [str(TOOLSCOPE), *args], stdin=terminal, stdout=terminal, stderr=terminal, env=_environment(home)
     )
     os.close(terminal)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(controller)
+    shown = drain(controller)
     return process.wait(timeout=60), shown.decode()
 
 

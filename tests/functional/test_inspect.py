@@ -23,6 +23,7 @@ from app.session.session import Session
 from app.session.store import SessionStore
 from tests.support.builder import LogBuilder, tool
 from tests.support.oracles import assert_valid_anthropic_body
+from tests.support.terminal import drain
 
 READ, GREP, TIME = tool("read"), tool("grep"), tool("time")
 BETA = f"{DEFAULT_BETA_HEADER}: {DEFAULT_TOOL_UPDATE_BETA}"
@@ -401,24 +402,11 @@ def test_the_text_report_is_the_summary_and_bodies_come_with_body(example, tmp_p
 def _on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
     """Run `argv` with its stdout on a pseudo-terminal; its exit code and what reached the screen."""
     import pty
-    import select
 
     leader, follower = pty.openpty()
     process = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE, env=env, cwd=cwd)
     os.close(follower)
-    shown = b""
-    while True:
-        ready, _, _ = select.select([leader], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the terminal's last writer is gone
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(leader)
+    shown = drain(leader)
     process.wait(timeout=60)
     return process.returncode, shown.decode()
 
