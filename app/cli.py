@@ -2,8 +2,8 @@
 
 `--version` is answered before anything else is imported, so this module imports only `sys` at the
 top; everything else is imported by the code that needs it (pydantic only when a config file
-exists). A subcommand is one function that adds its parser and sets `handler(options, config)`,
-plus one entry in `COMMANDS`; only commands that work are registered.
+exists). A subcommand is one function that adds its parser (`_command_parser`) and sets
+`handler(options, config)`, plus one entry in `COMMANDS`; only commands that work are registered.
 
 Exit codes: 0 done, 1 runtime error (a session that cannot be read, a failed turn), 2 usage or
 config error. Expected failures print one localized line to stderr, never a traceback.
@@ -37,16 +37,14 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"toolscope {__version__}")
         return EXIT_OK
+    from app.streams import guard_standard_streams
+
+    # A reader that goes away (`toolscope run … | head -1`) silences the output, never the command.
+    guard_standard_streams()
     try:
         return _run(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (`toolscope sessions | head`): silence the final flush too.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILURE
 
 
 def _asks_for_version(args: list[str]) -> bool:
@@ -84,8 +82,6 @@ def _run(args: list[str]) -> int:
         return handler(options, config)
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
-    except BrokenPipeError:
-        raise
     except OSError as error:
         # The file system said no (a missing or unreadable data dir): the user's to fix, not a bug.
         where = f"{error.filename}: " if error.filename else ""
@@ -97,10 +93,17 @@ def _run(args: list[str]) -> int:
         return _fail(str(error), EXIT_USAGE)
 
 
+_CONFIG_ERRORS = (("app.config", "ConfigError"), ("app.llm.routes", "RouteConfigError"))
+
+
 def _is_config_error(error: Exception) -> bool:
-    """Asked without importing `app.config` (pydantic): if it was never imported, it raised nothing."""
-    module = sys.modules.get("app.config")
-    return module is not None and isinstance(error, module.ConfigError)
+    """A bad config file or route, asked without importing the modules (pydantic): a module that
+    was never imported raised nothing."""
+    for module_name, class_name in _CONFIG_ERRORS:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(error, getattr(module, class_name)):
+            return True
+    return False
 
 
 def _option_value(args: list[str], name: str) -> str | None:
@@ -228,37 +231,123 @@ def _localize_argparse() -> None:
 # --- commands ------------------------------------------------------------------------------
 
 
+def _command_parser(
+    subparsers: argparse._SubParsersAction,
+    shared: argparse.ArgumentParser,
+    name: str,
+    *,
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """One command's parser: the global options accepted after it too, no abbreviations."""
+    return subparsers.add_parser(
+        name, parents=[shared], help=summary, description=description, allow_abbrev=False
+    )
+
+
 def _add_sessions(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "sessions",
-        parents=[shared],
-        help=_("list saved sessions, newest first"),
+        summary=_("list saved sessions, newest first, or remove one"),
         description=_("List saved sessions, newest first."),
-        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "-n", type=_positive, metavar="N", dest="limit", help=_("only the N newest sessions")
     )
     parser.add_argument("--json", action="store_true", help=_("print the list as JSON"))
     parser.set_defaults(handler=_sessions)
+    actions = parser.add_subparsers(title=_("commands"), metavar="COMMAND")
+    remove = _command_parser(
+        actions,
+        shared,
+        "rm",
+        summary=_("delete a session"),
+        description=_(
+            "Delete the session ID (and any torn lines set aside from it). Asks first on a "
+            "terminal; elsewhere --yes is required. Refused while the session is open for "
+            "writing or forks of it need its events."
+        ),
+    )
+    remove.add_argument("session", metavar="ID", help=_("the id of the session to delete"))
+    remove.add_argument(
+        "-y", "--yes", action="store_true", help=_("delete without asking")
+    )
+    remove.set_defaults(handler=_remove_session)
+
+
+def _positive(value: str) -> int:
+    import argparse
+
+    from app.i18n import _
+
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            _("expected a whole number of at least 1, got '{value}'").format(value=value)
+        )
+    return number
 
 
 def _sessions(options: argparse.Namespace, config: Config | None) -> int:
     from app.i18n import _, ngettext
     from app.session.listing import list_sessions
-    from app.terminal import BOLD, DIM, colour_enabled, paint
 
-    summaries = list_sessions()
+    summaries = list_sessions()[: options.limit]
     if options.json:
         _print_sessions_json(summaries)
         return EXIT_OK
     if not summaries:
         print(_("No sessions yet."))
         return EXIT_OK
-    headings = [_("ID"), _("Created"), _("Title"), _("Events"), _("Size")]
+    headings = [
+        _("ID"), _("Created"), _("Last active"), _("Route"), _("Directory"), _("Title"), _("Events"),
+        _("Size"),
+    ]
     rows = [_session_row(summary) for summary in summaries]
+    right_aligned = (False,) * 6 + (True, True)
+    dimmed = [summary.problem is not None for summary in summaries]
+    count = len(summaries)
+    total = ngettext("{count} session", "{count} sessions", count).format(count=count)
+    sys.stdout.write(_table(headings, rows, right_aligned, dimmed) + total + "\n")
+    return EXIT_OK
+
+
+def _remove_session(options: argparse.Namespace, config: Config | None) -> int:
+    from app.i18n import _
+    from app.session.store import SessionStore
+
+    store = SessionStore()
+    if not options.yes:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return _fail(
+                _("not deleting {id} without confirmation: add --yes").format(id=options.session),
+                EXIT_USAGE,
+            )
+        store.find(options.session)  # a missing session is reported before the question
+        sys.stderr.write(_("Delete session {id}? [y/N] ").format(id=options.session))
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            print(_("Nothing deleted."), file=sys.stderr)
+            return EXIT_FAILURE
+    store.remove(options.session)
+    print(_("Deleted session {id}.").format(id=options.session), file=sys.stderr)
+    return EXIT_OK
+
+
+def _table(
+    headings: list[str], rows: list[list[str]], right_aligned: tuple[bool, ...], dimmed: list[bool]
+) -> str:
+    """Aligned columns (wide characters counted as two cells), the heading bold on a terminal."""
     measured = [[_width(cell) for cell in row] for row in [headings, *rows]]
     widths = [max(column) for column in zip(*measured)]
-    right_aligned = (False, False, False, True, True)
 
     def line(cells: list[str], cell_widths: list[int]) -> str:
         padded = []
@@ -267,28 +356,48 @@ def _sessions(options: argparse.Namespace, config: Config | None) -> int:
             padded.append(gap + cell if right else cell + gap)
         return "  ".join(padded).rstrip()
 
+    from app.terminal import BOLD, DIM, colour_enabled, paint
+
     colour = colour_enabled(sys.stdout)
     out = [paint(line(headings, measured[0]), BOLD, colour)]
-    for summary, row, row_widths in zip(summaries, rows, measured[1:]):
-        out.append(paint(line(row, row_widths), DIM, colour and summary.problem is not None))
-    count = len(summaries)
-    out.append(ngettext("{count} session", "{count} sessions", count).format(count=count))
-    sys.stdout.write("\n".join(out) + "\n")
-    return EXIT_OK
+    for row, row_widths, dim in zip(rows, measured[1:], dimmed):
+        out.append(paint(line(row, row_widths), DIM, colour and dim))
+    return "\n".join(out) + "\n"
 
 
 def _session_row(summary: SessionSummary) -> list[str]:
-    """The cells of one session, each shown literally on its line (a file may be someone else's)."""
-    import time
-
     from app.terminal import printable_line
 
-    session_id = printable_line(summary.id)
+    last_active = _local_time(summary.last_active)
     if summary.problem is not None:
-        return [session_id, "-", _problem_text(summary.problem), "-", _human_size(summary.size)]
-    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
-    title = printable_line(summary.title)
-    return [session_id, created, title, str(summary.events), _human_size(summary.size)]
+        problem = _problem_text(summary.problem)
+        return [printable_line(summary.id), "-", last_active, "-", "-", problem, "-", _human_size(summary.size)]
+    return [
+        printable_line(summary.id),
+        _local_time(summary.created_at),
+        last_active,
+        printable_line(summary.route or "-"),
+        printable_line(_home_relative(summary.cwd or "-")),
+        printable_line(summary.title),
+        str(summary.events),
+        _human_size(summary.size),
+    ]
+
+
+def _local_time(ms: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
+
+
+def _home_relative(path: str) -> str:
+    """`~/…` for a directory under the home directory, as shells show it."""
+    import os
+
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
 
 
 def _problem_text(problem: str) -> str:
@@ -311,6 +420,9 @@ def _print_sessions_json(summaries: list[SessionSummary]) -> None:
             "id": summary.id,
             "path": str(summary.path),
             "createdAt": summary.created_at,
+            "lastActive": summary.last_active,
+            "route": summary.route,
+            "cwd": summary.cwd,
             "title": summary.title,
             "events": None if summary.problem else summary.events,
             "size": summary.size,
@@ -324,16 +436,17 @@ def _print_sessions_json(summaries: list[SessionSummary]) -> None:
 def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "inspect",
-        parents=[shared],
-        help=_("show what each route receives for each request of a session"),
+        summary=_("show what each route receives for each request of a session"),
         description=_(
             "For each model request of a session, show per route the declared tools, the tool "
             "update blocks, the beta header, any fallback, whether the cached prefix of the "
-            "previous request is kept, and the full wire body."
+            "previous request is kept; with --body also the full wire body. On a terminal the "
+            "text goes through the pager ($TOOLSCOPE_PAGER, else $PAGER, else less)."
         ),
-        allow_abbrev=False,
     )
     parser.add_argument(
         "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
@@ -351,7 +464,13 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
         metavar="R",
         help=_("only route R (repeatable; default: every route of the catalog)"),
     )
+    parser.add_argument(
+        "--body", action="store_true", help=_("also show each route's full wire body (JSON always has it)")
+    )
     parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
+    parser.add_argument(
+        "--no-pager", action="store_true", help=_("never send the text through the pager")
+    )
     parser.set_defaults(handler=_inspect)
 
 
@@ -364,21 +483,34 @@ def _inspect(options: argparse.Namespace, config: Config | None) -> int:
 def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
-    parser = subparsers.add_parser(
+    parser = _command_parser(
+        subparsers,
+        shared,
         "run",
-        parents=[shared],
-        help=_("run one turn without the interface and print the answer"),
+        summary=_("run one turn without the interface and print the answer"),
         description=_(
             "Send PROMPT as one turn, on the same session log the chat writes. The answer goes to "
             "stdout (or every logged event as a JSON line with --json); tool changes, tool calls "
             "and problems go to stderr."
         ),
-        allow_abbrev=False,
     )
-    parser.add_argument("prompt", metavar="PROMPT", help=_("what to ask"))
-    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
     parser.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help=_("what to ask; '-' or none reads it from stdin when stdin is not a terminal"),
+    )
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+    )
+    which.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help=_("continue the session written to last"),
     )
     parser.add_argument(
         "--json", action="store_true", help=_("print every logged event as one JSON line")
@@ -392,19 +524,103 @@ def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentPa
 
 
 def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
-    from app.agent.headless import run
-    from app.llm.routes import RouteConfigError
+    from app.agent.headless import UsageError, run
+    from app.i18n import _
 
+    prompt = options.prompt
+    if prompt is None or prompt == "-":
+        if sys.stdin is None or (prompt is None and sys.stdin.isatty()):
+            return _fail(_("no prompt: give PROMPT, or pipe it on stdin"), EXIT_USAGE)
+        prompt = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    if not prompt.strip():
+        return _fail(_("the prompt is empty: nothing to send"), EXIT_USAGE)
     try:
-        return run(options, config)
-    except RouteConfigError as error:
+        return run(options, config, prompt)
+    except UsageError as error:
         return _fail(str(error), EXIT_USAGE)
+
+
+def _add_routes(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = _command_parser(
+        subparsers,
+        shared,
+        "routes",
+        summary=_("list the routes: dialect, model, tool updates, whether the key is set"),
+        description=_(
+            "List the routes of the catalog (built-in and from the config): each one's wire "
+            "dialect, model, tool-update mode and whether its API key is set (never the key)."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help=_("print the list as JSON"))
+    parser.set_defaults(handler=_routes)
+
+
+def _routes(options: argparse.Namespace, config: Config | None) -> int:
+    import json
+    import os
+
+    from app.agent.runtime import catalog_from, default_route_id
+    from app.i18n import _
+
+    catalog = catalog_from(config)
+    default = default_route_id(catalog, config)
+    routes = list(catalog)
+
+    def key_state(env: str | None) -> str:
+        if env is None:
+            return "not-needed"
+        return "set" if os.environ.get(env, "").strip() else "missing"
+
+    if options.json:
+        payload = [
+            {
+                "id": route.id,
+                "label": route.display_label,
+                "dialect": route.dialect,
+                "model": route.model,
+                "baseUrl": route.base_url,
+                "toolUpdate": route.tool_update,
+                "apiKeyEnv": route.api_key_env,
+                "key": key_state(route.api_key_env),
+                "default": route.id == default,
+            }
+            for route in routes
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    from app.terminal import printable
+
+    def key_text(env: str | None) -> str:
+        state = key_state(env)
+        if state == "not-needed":
+            return _("not needed")
+        if state == "set":
+            return _("set ({name})").format(name=env)
+        return _("missing ({name})").format(name=env)
+
+    headings = ["  " + _("Route"), _("Dialect"), _("Model"), _("Tool updates"), _("API key")]
+    rows = [
+        [
+            printable(("* " if route.id == default else "  ") + route.id),
+            route.dialect,
+            printable(route.model),
+            route.tool_update,
+            key_text(route.api_key_env),
+        ]
+        for route in routes
+    ]
+    sys.stdout.write(_table(headings, rows, (False,) * 5, [False] * len(rows)))
+    print(_("* the default route"))
+    return EXIT_OK
 
 
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_sessions,
     _add_inspect,
     _add_run,
+    _add_routes,
 )
 
 

@@ -2,6 +2,8 @@
 
 Call `_("…")` and `ngettext("…", "…", n)` at the point a string is shown, never at import time, so a
 language chosen later (`--lang`, config) applies. `N_` marks a string for extraction only.
+An installed package reads the compiled catalogs it ships (`app/locale/`, built by `setup.py`); a
+source checkout reads `translations/`, compiling a `.po` whose `.mo` is missing or stale.
 The language is chosen by `setup_language()`: `--lang`, then config, then `LC_ALL`/`LC_MESSAGES`/
 `LANG`, falling back to English.
 """
@@ -15,6 +17,7 @@ from typing import BinaryIO
 
 DOMAIN = "toolscope"
 TRANSLATIONS_DIR = Path(__file__).resolve().parent.parent / "translations"
+PACKAGED_DIR = Path(__file__).resolve().parent / "locale"
 SUPPORTED = ("en", "zh_CN")
 
 _translations: _gettext.NullTranslations = _gettext.NullTranslations()
@@ -88,10 +91,14 @@ def setup_language(cli: str | None = None, config: str | None = None) -> str:
 
 
 def _load_catalog(language: str) -> _gettext.NullTranslations:
+    """The source checkout's catalog when there is one (it is the truth while developing), else
+    the one the installed package ships, else English."""
     po = TRANSLATIONS_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
     mo = po.with_suffix(".mo")
     if not po.exists() and not mo.exists():
-        return _gettext.NullTranslations()
+        mo = PACKAGED_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.mo"
+        if not mo.exists():
+            return _gettext.NullTranslations()
     if po.exists() and (not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime):
         try:
             compile_catalog(po, mo)

@@ -1,11 +1,12 @@
-"""`toolscope inspect SESSION [--request N] [--route R …] [--json]`: what each route receives.
+"""`toolscope inspect SESSION [--request N] [--route R …] [--body] [--json]`: what each route receives.
 
 For every logged model request (or just request N) and every route of the catalog (or the ones
 named), the request is projected for the route, rendered as that route's wire body, and compared
 with the previous request's body on the same route. The report shows the declarations with their
 state and `defer_loading`, the update blocks, the beta header, a fallback reason, whether the
-provider's cached prefix is kept (and where it breaks), and the full wire body. `docs/inspect.md`
-describes every field.
+provider's cached prefix is kept (and where it breaks), and, with `--body` (always in `--json`),
+the full wire body: the bodies are most of the text, so the text report leaves them out by
+default, and on a terminal it goes through the pager. `docs/inspect.md` describes every field.
 
 Bodies are built exactly as the agent builds them (`app.llm.dispatch.build_wire`): `openai-sdk`
 routes show the chat-completions body the openai client sends, `offline` routes the deepseek-chat
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.agent.runtime import catalog_from
 from app.config import Config, ConfigError, load_config
 from app.i18n import _, ngettext
 from app.llm.anthropic.body import WirePlacementError
@@ -31,7 +33,8 @@ from app.llm.deepseek.body import WireRequest
 from app.llm.dispatch import build_wire
 from app.llm.prefix import PrefixResult, prefix_kept
 from app.llm.projection import ProjectedRequest, describe_fallback, project_request
-from app.llm.routes import Route, RouteCatalog, RouteConfigError, load_catalog
+from app.llm.routes import Route, RouteCatalog, RouteConfigError
+from app.pager import show
 from app.paths import config_file, sessions_dir
 from app.session.errors import SessionError, SessionNotFoundError
 from app.session.events import SESSION_ID_PATTERN
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
     try:
         if config is None:
             config = load_config(config_file(getattr(args, "config", None)))
-        catalog = load_catalog(config.routes)
+        catalog = catalog_from(config)
         routes = _chosen_routes(catalog, args.routes)
     except (ConfigError, RouteConfigError) as error:
         return _fail(str(error), EXIT_USAGE)
@@ -83,7 +86,10 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
     if args.json:
         print(json_text(report_json(session.id, reports), indent=2))
     else:
-        sys.stdout.write(render_text(session.id, len(requests), reports, color=colour_enabled(sys.stdout)))
+        text = render_text(
+            session.id, len(requests), reports, color=colour_enabled(sys.stdout), bodies=args.body
+        )
+        show(text, paged=not args.no_pager)
     return EXIT_OK
 
 
@@ -237,7 +243,12 @@ def _beta(report: RouteReport) -> str | None:
 
 
 def render_text(
-    session_id: str, total: int, reports: Sequence[RequestReport], *, color: bool
+    session_id: str,
+    total: int,
+    reports: Sequence[RequestReport],
+    *,
+    color: bool,
+    bodies: bool = False,
 ) -> str:
     paint = _Painter(color)
     lines = [
@@ -261,11 +272,11 @@ def render_text(
             ),
         ]
         for route_report in report.routes:
-            lines += ["", *_route_lines(route_report, paint)]
+            lines += ["", *_route_lines(route_report, paint, bodies=bodies)]
     return "\n".join(lines) + "\n"
 
 
-def _route_lines(report: RouteReport, paint: _Painter) -> list[str]:
+def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[str]:
     route = report.route
     labels = {
         "prefix": _("Prefix"),
@@ -308,7 +319,7 @@ def _route_lines(report: RouteReport, paint: _Painter) -> list[str]:
     lines += section("fallback", [paint.yellow(text) for text in explained])
     lines += section("declarations", _declaration_rows(report))
     lines += section("blocks", _block_rows(report))
-    if report.wire is not None:
+    if bodies and report.wire is not None:
         lines += section("body", [""])
         body = json.dumps(report.wire.body, ensure_ascii=False, indent=2)
         lines += [paint.dim(BODY_INDENT + printable(line)) for line in body.splitlines()]

@@ -3,7 +3,8 @@
 stdout gets the answer as it streams (or, with `--json`, every appended event as one JSON line);
 stderr gets tool-change notices as they happen, worded exactly as the chat words them, tool-call
 progress and problems. Exit 0 when the turn completed, 1 when it failed, 2 for usage or config
-errors (raised to the CLI).
+errors (raised to the CLI before any session is created or opened). The session id is always
+reported: on stderr at the end and on Ctrl+C, and as the first line (the log's header) with `--json`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from app.agent.runtime import (
     catalog_from,
     compaction_settings,
     default_route_id,
+    latest_session,
+    missing_key,
     open_session,
     system_prompt,
 )
@@ -33,8 +36,10 @@ from app.session.events import (
     InstructionsUpdate,
     RequestError,
     Retry,
+    SessionHeader,
     ToolCall,
     ToolResult,
+    encode_header,
 )
 from app.session.store import SessionStore
 from app.terminal import PrintableStream, json_text, print_error, write_line
@@ -54,6 +59,7 @@ class HeadlessListener(AgentListener):
         self._text_blocks: set[int] = set()
         self._wrote_text = False
         self._printer = PrintableStream()
+        self._session_id: str | None = None
 
     def event_appended(self, event: Envelope) -> None:
         if self._json:
@@ -105,6 +111,19 @@ class HeadlessListener(AgentListener):
             self._out.flush()
             self._wrote_text = bool(shown) or self._wrote_text
 
+    def session_opened(self, header: SessionHeader) -> None:
+        """Remember the id to report; with `--json` the header line comes first, so a script
+        learns the id before the turn's events."""
+        self._session_id = header.id
+        if self._json:
+            self._out.write(encode_header(header).decode())
+            self._out.flush()
+
+    def report_session(self) -> None:
+        """The id to continue with (`--session ID`), at the end of the turn and on Ctrl+C."""
+        if self._session_id is not None:
+            self.note(_("Session: {id}").format(id=self._session_id))
+
     def problem(self, problem: SourceProblem) -> None:
         self.note(problem.message())
 
@@ -125,23 +144,35 @@ class HeadlessListener(AgentListener):
         write_line(self._err, line)
 
 
-def run(options: argparse.Namespace, config: Config | None) -> int:
+class UsageError(Exception):
+    """A problem with the command line or the config found before any session is touched (exit 2)."""
+
+
+def run(options: argparse.Namespace, config: Config | None, prompt: str) -> int:
+    """One turn of `prompt`; usage and config problems raise `UsageError` before a session exists."""
+    listener = HeadlessListener(json_events=options.json, out=sys.stdout, err=sys.stderr)
     try:
-        return asyncio.run(_run(options, config))
+        return asyncio.run(_run(options, config, prompt, listener))
     except KeyboardInterrupt:
         # asyncio.run cancelled the turn first, so the log already holds its closers.
         print(file=sys.stdout)
-        write_line(sys.stderr, _("Interrupted: the turn was closed as aborted."))
+        listener.note(_("Interrupted: the turn was closed as aborted."))
+        listener.report_session()
         return EXIT_INTERRUPTED
 
 
-async def _run(options: argparse.Namespace, config: Config | None) -> int:
+async def _run(
+    options: argparse.Namespace, config: Config | None, prompt: str, listener: HeadlessListener
+) -> int:
     catalog = catalog_from(config)
     route_id = options.route or default_route_id(catalog, config)
-    catalog.get(route_id)
+    problem = missing_key(catalog.get(route_id))
+    if problem is not None:
+        raise UsageError(_("route {route}: {problem}").format(route=route_id, problem=problem))
     cwd = Path.cwd()
-    listener = HeadlessListener(json_events=options.json, out=sys.stdout, err=sys.stderr)
-    with open_session(SessionStore(), options.session, cwd) as writer:
+    store = SessionStore()
+    with open_session(store, latest_session(store) if options.continue_ else options.session, cwd) as writer:
+        listener.session_opened(writer.header)
         if writer.torn_path is not None:
             listener.note(
                 _(
@@ -152,8 +183,8 @@ async def _run(options: argparse.Namespace, config: Config | None) -> int:
         if writer.repaired:
             listener.note(_("The previous turn was left open by a crash; it is now closed as interrupted."))
         registry = build_registry(config, cwd)
-        for problem in registry.problems():
-            listener.problem(problem)
+        for source_problem in registry.problems():
+            listener.problem(source_problem)
         registry.on_problem(listener.problem)
         async with registry:
             agent = Agent(
@@ -167,12 +198,11 @@ async def _run(options: argparse.Namespace, config: Config | None) -> int:
                 compaction=compaction_settings(config),
             )
             try:
-                result = await agent.run_turn(options.prompt)
+                result = await agent.run_turn(prompt)
             finally:
                 await agent.aclose()
         listener.finish()
-        if not options.json:
-            listener.note(_("Session: {id}").format(id=writer.id))
+        listener.report_session()
     if result.failure is not None:
         print_error(result.failure.message)
         return EXIT_FAILURE

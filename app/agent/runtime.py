@@ -8,7 +8,10 @@ from pathlib import Path
 
 from app.agent.loop import CompactionSettings
 from app.config import Config, Tools
-from app.llm.routes import RouteCatalog, load_catalog
+from app.i18n import _
+from app.llm.http import unusable_key
+from app.llm.routes import Route, RouteCatalog, RouteConfigError, load_catalog
+from app.session.errors import SessionError
 from app.session.store import SessionStore, SessionWriter
 from app.tools.builtins import CommandSettings, Workspace, builtin_tools
 from app.tools.plugins import available_plugins
@@ -26,18 +29,43 @@ language."""
 
 
 def catalog_from(config: Config | None) -> RouteCatalog:
-    return load_catalog(config.routes if config is not None else ())
+    """The built-in routes with the config's `[[routes]]`; an error names the config file."""
+    if config is None:
+        return load_catalog(())
+    try:
+        return load_catalog(config.routes)
+    except RouteConfigError as error:
+        raise _in_config_file(config, str(error)) from None
 
 
 def default_route_id(catalog: RouteCatalog, config: Config | None) -> str:
     """The config's `[defaults] route`, else DeepSeek when its key is set, else the offline model."""
     if config is not None and config.defaults.route:
-        catalog.get(config.defaults.route)
+        try:
+            catalog.get(config.defaults.route)
+        except RouteConfigError as error:
+            raise _in_config_file(config, f"[defaults] route: {error}") from None
         return config.defaults.route
     keyed = catalog.get(KEYED_DEFAULT_ROUTE) if KEYED_DEFAULT_ROUTE in catalog else None
     if keyed is not None and keyed.api_key_env and os.environ.get(keyed.api_key_env, "").strip():
         return KEYED_DEFAULT_ROUTE
     return OFFLINE_ROUTE
+
+
+def _in_config_file(config: Config, message: str) -> RouteConfigError:
+    if config.source is None:
+        return RouteConfigError(message)
+    return RouteConfigError(_("{file}: {problem}").format(file=config.source, problem=message))
+
+
+def missing_key(route: Route) -> str | None:
+    """Why `route` cannot be used for lack of a usable API key (naming the variable), or None.
+
+    Asked before a session is created, so a missing key leaves nothing behind."""
+    if route.api_key_env is None:
+        return None
+    unusable = unusable_key(route.api_key_env, os.environ.get(route.api_key_env, "").strip())
+    return unusable.message if unusable is not None else None
 
 
 def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
@@ -81,6 +109,16 @@ def compaction_settings(config: Config | None) -> CompactionSettings:
 def open_session(store: SessionStore, ref: str | None, cwd: Path) -> SessionWriter:
     """Continue the session `ref` (an id or a file), or start a new one in `cwd`."""
     return store.open_writer(ref) if ref else store.create(cwd)
+
+
+def latest_session(store: SessionStore) -> str:
+    """The id of the session written to last (`-c`, as `llm -c` and `claude -c` continue)."""
+    from app.session.listing import list_sessions
+
+    readable = [summary for summary in list_sessions(store.directory) if summary.problem is None]
+    if not readable:
+        raise SessionError(_("there is no session to continue yet"))
+    return max(readable, key=lambda summary: summary.mtime_ns).id
 
 
 def system_prompt(cwd: Path) -> str:

@@ -171,12 +171,24 @@ def failure_from_transport_error(
             code=TIMEOUT,
             message=_("The provider sent nothing for {seconds} s.").format(seconds=f"{idle_timeout:g}"),
         )
-    return Failure(
-        code=TRANSPORT,
-        message=_("The connection to the provider failed: {detail}").format(
-            detail=str(error) or type(error).__name__
-        ),
-    )
+    detail = str(error) or type(error).__name__
+    host = _host_of(error)
+    if host is None:
+        message = _("The connection to the provider failed: {detail}").format(detail=detail)
+    else:
+        message = _("The connection to {host} failed: {detail}").format(host=host, detail=detail)
+    return Failure(code=TRANSPORT, message=message)
+
+
+def _host_of(error: httpx.RequestError | httpx.InvalidURL) -> str | None:
+    """`host:port` of the request that failed, so the user knows which endpoint to check."""
+    try:
+        url = error.request.url  # type: ignore[union-attr]
+    except (AttributeError, RuntimeError):  # no request attached
+        return None
+    if not url.host:
+        return None
+    return f"{url.host}:{url.port}" if url.port is not None else url.host
 
 
 def _failure(code: str, detail: str, *, status: int | None, retry_after_ms: int | None) -> Failure:

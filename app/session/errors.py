@@ -35,6 +35,10 @@ class SessionLockedError(SessionError):
         super().__init__(f"{self.path}: {reason}" if reason else str(self.path))
 
 
+class SessionInUseError(SessionLockedError):
+    """The session cannot be removed: another process writes it, or forks need its events."""
+
+
 class SessionNotFoundError(SessionError):
     """No session file for `ref` (an id under the sessions dir, or a path)."""
 

@@ -1,18 +1,20 @@
 """The session list behind `toolscope sessions`: one summary per log file, fast with thousands of files.
 
-A summary needs only the header line, the first `user/message` line and the line count, so a file
-is never parsed line by line: the first user message is found with a byte search for a line that
-starts with `{"type":"user/message"` (the writer puts `type` first, and inside a JSON string the
-quotes would be escaped, so the pattern can only start a line) and lines are counted with
-`bytes.count`. Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name
-and checked against size and mtime; a file that only grew (logs are append-only) has just its new
-bytes scanned. A file that is not a valid session is listed as unreadable, never raised.
+A summary needs only the header line, the first `user/message` line, the last `request/header` line
+(for the route last used) and the line count, so a file is never parsed line by line: those lines
+are found with a byte search for a line that starts with `{"type":"user/message"` or
+`{"type":"request/header"` (the writer puts `type` first, and inside a JSON string the quotes would
+be escaped, so the pattern can only start a line) and lines are counted with `bytes.count`.
+Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name and checked
+against size and mtime; a file that only grew (logs are append-only) has just its new bytes scanned.
+A file that is not a valid session is listed as unreadable, never raised.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
@@ -22,11 +24,14 @@ from typing import BinaryIO
 from app.paths import data_home, ensure_private_dir, sessions_dir
 from app.untrusted_json import loads
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 CHUNK_SIZE = 1 << 20
 TITLE_LENGTH = 50
 HEADER_LIMIT = 64 * 1024
 USER_MESSAGE_LINE = b'\n{"type":"user/message"'
+REQUEST_HEADER_LINE = b'\n{"type":"request/header"'
+# The writer puts `reason` and `sequence` (plain values) before `route` in a request header.
+ROUTE_FIELD = re.compile(rb'"route":("(?:[^"\\]|\\.)*")')
 
 # Why a file is unreadable (stable codes: they are cached and printed by `--json`).
 EMPTY = "empty"
@@ -44,6 +49,14 @@ class SessionSummary:
     size: int
     mtime_ns: int
     problem: str | None = None
+    cwd: str | None = None
+    route: str | None = None
+    """The route of the last model request; None before the first one."""
+
+    @property
+    def last_active(self) -> int:
+        """ms since the epoch of the last write to the file."""
+        return self.mtime_ns // 1_000_000
 
     @property
     def sort_key(self) -> int:
@@ -64,6 +77,8 @@ class _Entry:
     created_at: int | None
     title: str | None  # None while no user message has been found
     problem: str | None
+    cwd: str | None
+    route: str | None  # the last request's route seen so far
 
 
 def list_sessions(directory: Path | None = None, cache_file: Path | None = None) -> list[SessionSummary]:
@@ -109,6 +124,8 @@ def _summary(path: str, entry: _Entry) -> SessionSummary:
         size=entry.size,
         mtime_ns=entry.mtime_ns,
         problem=entry.problem,
+        cwd=entry.cwd,
+        route=entry.route,
     )
 
 
@@ -135,7 +152,9 @@ def _refresh(path: str, size: int, mtime_ns: int, previous: _Entry | None) -> _E
 def _extend(handle: BinaryIO, previous: _Entry, size: int, mtime_ns: int) -> _Entry:
     """A file that only grew: scan the bytes after its last complete line."""
     handle.seek(previous.scanned)
-    newlines, scanned, title = _scan(handle, previous.scanned, want_title=previous.title is None)
+    newlines, scanned, title, route = _scan(
+        handle, previous.scanned, want_title=previous.title is None
+    )
     return _Entry(
         size=size,
         mtime_ns=mtime_ns,
@@ -146,15 +165,17 @@ def _extend(handle: BinaryIO, previous: _Entry, size: int, mtime_ns: int) -> _En
         created_at=previous.created_at,
         title=previous.title if previous.title is not None else title,
         problem=None,
+        cwd=previous.cwd,
+        route=route if route is not None else previous.route,
     )
 
 
 def _scan_from_start(
     path: str, handle: BinaryIO, header: bytes, crc: int, size: int, mtime_ns: int
 ) -> _Entry:
-    session_id, created_at, problem = _parse_header(header)
+    session_id, created_at, cwd, problem = _parse_header(header)
     handle.seek(0)
-    newlines, scanned, title = _scan(handle, 0, want_title=problem is None)
+    newlines, scanned, title, route = _scan(handle, 0, want_title=problem is None)
     return _Entry(
         size=size,
         mtime_ns=mtime_ns,
@@ -165,6 +186,8 @@ def _scan_from_start(
         created_at=created_at,
         title=title,
         problem=problem,
+        cwd=cwd,
+        route=route if problem is None else None,
     )
 
 
@@ -175,73 +198,87 @@ def _read_header_line(handle: BinaryIO) -> bytes:
     return head[:end] if end >= 0 else head
 
 
-def _parse_header(line: bytes) -> tuple[str | None, int | None, str | None]:
-    """(id, createdAt, problem) from the header line, validated by the format's own model."""
+def _parse_header(line: bytes) -> tuple[str | None, int | None, str | None, str | None]:
+    """(id, createdAt, cwd, problem) from the header line, validated by the format's own model."""
     if not line.strip():
-        return None, None, EMPTY
+        return None, None, None, EMPTY
     try:
         raw = loads(line)
     except ValueError:
-        return None, None, INVALID_HEADER
+        return None, None, None, INVALID_HEADER
     # Deferred: the models cost a noticeable import, paid only when some file needs a rescan.
     from pydantic import ValidationError
 
     from app.session.events import FORMAT_VERSION, HEADER_ADAPTER
 
     if isinstance(raw, dict) and raw.get("type") == "session" and raw.get("version") != FORMAT_VERSION:
-        return None, None, UNSUPPORTED_VERSION
+        return None, None, None, UNSUPPORTED_VERSION
     try:
         header = HEADER_ADAPTER.validate_json(line)
     except ValidationError:
-        return None, None, INVALID_HEADER
-    return header.id, header.created_at, None
+        return None, None, None, INVALID_HEADER
+    return header.id, header.created_at, header.cwd, None
 
 
-def _scan(handle: BinaryIO, offset: int, *, want_title: bool) -> tuple[int, int, str | None]:
-    """Count complete lines from `offset` (a line start) and find the first user message's text.
+def _scan(
+    handle: BinaryIO, offset: int, *, want_title: bool
+) -> tuple[int, int, str | None, str | None]:
+    """Count complete lines from `offset` (a line start), find the first user message's text and
+    the last request's route.
 
     One pass, each chunk looked at once: a line longer than a chunk is never copied as it grows
-    (that made a long line quadratic); its pieces are kept only while it may be the title line.
-    Returns (newlines, offset past the last complete line, title or None).
+    (that made a long line quadratic); its pieces are kept only while it may be a line read here
+    (the title line, or a request header).
+    Returns (newlines, offset past the last complete line, title or None, route or None).
     """
     newlines = 0
     title: str | None = None
+    route: str | None = None
     position = offset  # where the chunk starts in the file
     carried = False  # an incomplete line runs on from the previous chunk
-    kept: list[bytes] | None = None  # its pieces, while it may be the first user message
+    kept: list[bytes] | None = None  # its pieces, while it may be a line read here
     while chunk := handle.read(CHUNK_SIZE):
+        markers = _WANTED_WITH_TITLE if want_title and title is None else _WANTED
         first = chunk.find(b"\n")
         if first < 0:
-            if not carried:
-                kept = [] if want_title and title is None else None
-            kept = _keep_if_user_message(kept, chunk)
+            kept = _keep_if_wanted(kept if carried else [], chunk, markers)
             carried = True
         else:
             last = chunk.rfind(b"\n")
             newlines += chunk.count(b"\n")
-            if want_title and title is None and carried and kept is not None:
-                title = _first_user_text(b"".join(kept) + chunk[: first + 1])
-            if want_title and title is None:
-                title = _first_user_text(chunk[first + 1 if carried else 0 : last + 1])
+            lines = [chunk[first + 1 if carried else 0 : last + 1]]
+            if carried and kept is not None:
+                lines.insert(0, b"".join(kept) + chunk[: first + 1])
+            for complete in lines:
+                if want_title and title is None:
+                    title = _first_user_text(complete)
+                route = _last_route(complete) or route
             offset = position + last + 1
             carried = last < len(chunk) - 1
-            kept = _keep_if_user_message([] if want_title and title is None else None, chunk[last + 1 :])
+            kept = _keep_if_wanted([], chunk[last + 1 :], markers)
         position += len(chunk)
-    return newlines, offset, title
+    return newlines, offset, title, route
 
 
-def _keep_if_user_message(kept: list[bytes] | None, piece: bytes) -> list[bytes] | None:
-    """`kept` with `piece` added, or None once the line they start cannot be a user message."""
+_WANTED = (REQUEST_HEADER_LINE[1:],)
+_WANTED_WITH_TITLE = (USER_MESSAGE_LINE[1:], REQUEST_HEADER_LINE[1:])
+
+
+def _keep_if_wanted(
+    kept: list[bytes] | None, piece: bytes, markers: tuple[bytes, ...]
+) -> list[bytes] | None:
+    """`kept` with `piece` added, or None once the line they start can begin with none of
+    `markers`."""
     if kept is None:
         return None
     kept.append(piece)
-    marker = USER_MESSAGE_LINE[1:]
+    longest = max(len(marker) for marker in markers)
     head = b""
     for part in kept:
-        head += part[: len(marker) - len(head)]
-        if len(head) == len(marker):
+        head += part[: longest - len(head)]
+        if len(head) == longest:
             break
-    return kept if marker.startswith(head) else None
+    return kept if any(marker[: len(head)] == head[: len(marker)] for marker in markers) else None
 
 
 def _first_user_text(lines: bytes) -> str | None:
@@ -255,6 +292,26 @@ def _first_user_text(lines: bytes) -> str | None:
     except (ValueError, KeyError, TypeError):
         return None
     return shorten(text) if isinstance(text, str) else None
+
+
+def _last_route(lines: bytes) -> str | None:
+    """The route of the last `request/header` line among complete `lines`, or None."""
+    hit = lines.rfind(REQUEST_HEADER_LINE)
+    if hit >= 0:
+        hit += 1
+    elif lines.startswith(REQUEST_HEADER_LINE[1:]):
+        hit = 0
+    else:
+        return None
+    end = lines.find(b"\n", hit)
+    found = ROUTE_FIELD.search(lines, hit, end)
+    if found is None:
+        return None
+    try:
+        route = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return route if isinstance(route, str) else None
 
 
 def shorten(text: str, limit: int = TITLE_LENGTH) -> str:
@@ -280,6 +337,7 @@ def _read_cache(cache_file: Path) -> dict[str, _Entry]:
 
 _ENTRY_FIELDS = frozenset(field.name for field in dataclass_fields(_Entry))
 _COUNT_FIELDS = ("size", "header_crc", "scanned", "newlines")
+_TEXT_FIELDS = ("title", "cwd", "route")
 _PROBLEMS = frozenset({EMPTY, INVALID_HEADER, UNSUPPORTED_VERSION})
 _LATEST_CREATED_AT = 253_402_300_800_000
 """Year 10000 in ms: a larger `created_at` was not written by the listing."""
@@ -288,14 +346,14 @@ _LATEST_CREATED_AT = 253_402_300_800_000
 def _cached_entry(fields: object) -> _Entry | None:
     if not isinstance(fields, dict) or fields.keys() != _ENTRY_FIELDS:
         return None
-    created_at, title, problem = fields["created_at"], fields["title"], fields["problem"]
+    created_at, problem = fields["created_at"], fields["problem"]
     valid = (
         all(_is_count(fields[name]) for name in _COUNT_FIELDS)
         and type(fields["mtime_ns"]) is int
         and fields["scanned"] <= fields["size"]
         and isinstance(fields["id"], str)
         and (created_at is None or (_is_count(created_at) and created_at < _LATEST_CREATED_AT))
-        and (title is None or isinstance(title, str))
+        and all(fields[name] is None or isinstance(fields[name], str) for name in _TEXT_FIELDS)
         and (problem is None or (isinstance(problem, str) and problem in _PROBLEMS))
     )
     return _Entry(**fields) if valid else None

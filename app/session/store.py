@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from app.i18n import _
 from app.paths import ensure_private_dir, sessions_dir
-from app.session.errors import SessionLockedError, SessionNotFoundError
+from app.session.errors import SessionInUseError, SessionLockedError, SessionNotFoundError
 from app.session.events import (
     EVENT_TYPES,
     FORMAT_VERSION,
@@ -49,6 +49,7 @@ COMMIT_TYPES = frozenset({"assistant/message", "tool/call", "tool/result", "turn
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
 FILE_MODE = 0o600
+HEADER_LIMIT = 64 * 1024
 
 
 class SessionStore:
@@ -113,6 +114,53 @@ class SessionStore:
 
     def open_writer(self, ref: str | Path) -> SessionWriter:
         return SessionWriter.open(self.resolve(ref))
+
+    def find(self, session_id: str) -> Path:
+        """The file of the session `session_id` of this store (an id only, never a path)."""
+        path = self.directory / f"{session_id}.jsonl"
+        if not SESSION_ID_PATTERN.fullmatch(session_id) or not path.is_file():
+            raise SessionNotFoundError(session_id)
+        return path
+
+    def remove(self, session_id: str) -> None:
+        """Delete the session `session_id` of this store and the torn lines set aside from it.
+
+        Refused while another process holds its writer lock (the lock is held until the file is
+        gone), and while a fork of it needs its events.
+        """
+        path = self.find(session_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id) from None
+        try:
+            _lock(fd, path, _("the session is open for writing elsewhere; close it first"))
+            forks = self.forks_of(session_id)
+            if forks:
+                raise SessionInUseError(
+                    path,
+                    _("sessions forked from it need its events: {ids}").format(ids=", ".join(forks)),
+                )
+            for torn in path.parent.glob(f"{path.name}.torn-*"):
+                torn.unlink(missing_ok=True)
+            path.unlink()
+            _fsync_dir(path.parent)
+        finally:
+            os.close(fd)
+
+    def forks_of(self, session_id: str) -> list[str]:
+        """The ids of the sessions of this store whose header names `session_id` as the parent."""
+        forks = []
+        for path in self.paths():
+            try:
+                with path.open("rb") as handle:
+                    header = json.loads(handle.readline(HEADER_LIMIT))
+            except (OSError, ValueError):
+                continue  # not a readable session: it needs nothing
+            parent = header.get("parent") if isinstance(header, dict) else None
+            if isinstance(parent, dict) and parent.get("id") == session_id:
+                forks.append(path.stem)
+        return forks
 
 
 class SessionWriter:
@@ -332,13 +380,13 @@ def _check_fork_point(parent: Session, seq: int) -> None:
         )
 
 
-def _lock(fd: int, path: Path) -> None:
+def _lock(fd: int, path: Path, reason: str | None = None) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise SessionLockedError(
             path,
-            _("the session is open for writing elsewhere; it can still be opened read-only"),
+            reason or _("the session is open for writing elsewhere; it can still be opened read-only"),
         ) from None
 
 

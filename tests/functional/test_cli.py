@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from app import __version__
+from app.session.listing import CACHE_VERSION
+from tests.support.terminal import drain
 from app.session.events import (
     SessionHeader,
     TurnStartData,
@@ -148,7 +150,9 @@ def test_sessions_newest_first_with_titles_counts_and_sizes(home: Path) -> None:
     table = toolscope(home, "sessions")
     assert table.returncode == 0
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["ID", "Created", "Title", "Events", "Size"]
+    assert lines[0].split() == [
+        "ID", "Created", "Last", "active", "Route", "Directory", "Title", "Events", "Size"
+    ]
     assert lines[1].startswith("new ") and "Please read the README" in lines[1]
     assert lines[3].startswith("old ") and "first words" in lines[3] and "bytes" in lines[3]
     assert lines[-1] == "3 sessions"
@@ -239,7 +243,7 @@ def test_damaged_cache_is_ignored(home: Path) -> None:
     write_session(home, "s", user_texts=("hello",))
     cache = home / "cache" / "sessions-index.json"
     cache.parent.mkdir(parents=True)
-    cache.write_text('{"version": 1, "files": {"s.jsonl": {"size": "x"}}}')
+    cache.write_text(f'{{"version": {CACHE_VERSION}, "files": {{"s.jsonl": {{"size": "x"}}}}}}')
     assert listing(home)[0]["title"] == "hello"
     cache.write_text("[1, 2")
     assert listing(home)[0]["title"] == "hello"
@@ -291,7 +295,7 @@ def test_chinese_table_and_help(home: Path) -> None:
     result = toolscope(home, "--lang", "zh_CN", "sessions")
     assert result.returncode == 0
     header, row, total = result.stdout.splitlines()
-    assert header.split() == ["ID", "创建时间", "标题", "事件数", "大小"]
+    assert header.split() == ["ID", "创建时间", "最后活动", "路由", "目录", "标题", "事件数", "大小"]
     assert "你好，世界" in row and "字节" in row
     assert total == "共 1 个会话"
     helped = toolscope(home, "--lang", "zh_CN", "--help")
@@ -341,3 +345,114 @@ def test_config_error_in_chinese(home: Path, tmp_path: Path) -> None:
     config.write_text('[defaults]\nrout = "x"\n')
     line = assert_one_line_error(toolscope(home, "--lang", "zh_CN", "--config", str(config), "sessions"), 2)
     assert line == f"toolscope：错误：{config}: [defaults] 未知的键 'rout'"
+
+
+# --- routes, sessions -n, sessions rm ------------------------------------------------------------
+
+
+def test_routes_show_dialect_model_mode_and_whether_the_key_is_set(home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[defaults]\nroute = "local/gw"\n[[routes]]\nid = "local/gw"\ndialect = "deepseek-chat"\n'
+        'model = "gw-model"\nbase_url = "http://127.0.0.1:1"\napi_key_env = "GW_KEY"\n'
+    )
+    secret = "sk-do-not-show-0123456789"
+    env = {"TOOLSCOPE_CONFIG": str(config), "DEEPSEEK_API_KEY": secret, "ANTHROPIC_API_KEY": ""}
+    table = toolscope(home, "routes", **env)
+    assert table.returncode == 0, table.stderr
+    assert secret not in table.stdout + table.stderr
+    flash = next(line for line in table.stdout.splitlines() if "deepseek/deepseek-flash" in line)
+    assert flash.split() == [
+        "deepseek/deepseek-flash", "deepseek-chat", "deepseek-v4-flash", "addition-only", "set", "(DEEPSEEK_API_KEY)"
+    ]
+    gateway = next(line for line in table.stdout.splitlines() if "local/gw" in line)
+    assert gateway.startswith("* local/gw") and "missing (GW_KEY)" in gateway
+    assert "not needed" in next(line for line in table.stdout.splitlines() if "offline/demo" in line)
+    as_json = {route["id"]: route for route in json.loads(toolscope(home, "routes", "--json", **env).stdout)}
+    assert as_json["deepseek/deepseek-flash"]["key"] == "set"
+    assert as_json["anthropic/claude-sonnet"]["key"] == "missing"
+    assert as_json["offline/demo"]["key"] == "not-needed"
+    assert as_json["local/gw"]["default"] and as_json["local/gw"]["toolUpdate"] == "none"
+    assert secret not in json.dumps(as_json)
+    config.write_text('[defaults]\nroute = "nope/nope"\n')
+    broken = toolscope(home, "routes", **env)
+    assert str(config) in assert_one_line_error(broken, 2)
+
+
+def _run_turn(home: Path, cwd: Path, *args: str) -> None:
+    result = subprocess.run(
+        [str(TOOLSCOPE), "run", *args], capture_output=True, text=True, cwd=cwd,
+        env=_environment(home, TOOLSCOPE_OFFLINE_DELAY="0"), timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_sessions_n_shows_the_newest_with_last_active_route_and_directory(home: Path, tmp_path: Path) -> None:
+    write_session(home, "old", minute=0, user_texts=("first words",))
+    _run_turn(home, tmp_path, "hello there")
+    rows = listing(home)
+    assert [row["route"] for row in rows] == ["offline/demo", None]
+    assert rows[0]["cwd"] == str(tmp_path) and rows[1]["cwd"] == "/w"
+    newest = Path(str(rows[0]["path"]))
+    assert rows[0]["lastActive"] == newest.stat().st_mtime_ns // 1_000_000
+    table = toolscope(home, "sessions", "-n", "1")
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["ID", "Created", "Last", "active", "Route", "Directory", "Title", "Events", "Size"]
+    assert len(lines) == 3 and lines[-1] == "1 session"
+    assert "offline/demo" in lines[1] and str(tmp_path) in lines[1] and "hello there" in lines[1]
+    assert [row["id"] for row in json.loads(toolscope(home, "sessions", "-n", "1", "--json").stdout)] == [
+        rows[0]["id"]
+    ]
+    assert toolscope(home, "sessions", "-n", "0").returncode == 2
+
+
+def test_sessions_rm_needs_yes_off_a_terminal_and_removes_torn_lines(home: Path) -> None:
+    path = write_session(home, "gone", user_texts=("hello",))
+    torn = path.with_name(path.name + ".torn-1")
+    torn.write_bytes(b'{"type":')
+    refused = toolscope(home, "sessions", "rm", "gone")
+    assert "--yes" in assert_one_line_error(refused, 2) and path.exists()
+    removed = toolscope(home, "sessions", "rm", "gone", "-y")
+    assert removed.returncode == 0, removed.stderr
+    assert not path.exists() and not torn.exists()
+    assert listing(home) == []
+    missing = toolscope(home, "sessions", "rm", "gone", "--yes")
+    assert "gone" in assert_one_line_error(missing, 1)
+    not_an_id = toolscope(home, "sessions", "rm", "../sessions/x", "--yes")
+    assert_one_line_error(not_an_id, 1)
+
+
+def test_sessions_rm_is_refused_while_a_writer_holds_the_session_or_forks_need_it(home: Path) -> None:
+    from app.session.store import SessionStore
+
+    store = SessionStore(home / "sessions")
+    with store.create("/w") as writer:
+        writer.append("turn/start", TurnStartData(turn=1))
+        busy = toolscope(home, "sessions", "rm", writer.id, "--yes")
+        assert "open for writing" in assert_one_line_error(busy, 1)
+        assert writer.path.exists()
+    with store.fork(writer.path) as child:
+        pass
+    needed = toolscope(home, "sessions", "rm", writer.id, "--yes")
+    assert child.id in assert_one_line_error(needed, 1) and writer.path.exists()
+    assert toolscope(home, "sessions", "rm", child.id, "--yes").returncode == 0
+    assert toolscope(home, "sessions", "rm", writer.id, "--yes").returncode == 0
+
+
+def _answer_on_a_terminal(home: Path, answer: str, *args: str) -> tuple[int, str]:
+    controller, terminal = pty.openpty()
+    os.write(controller, answer.encode())
+    process = subprocess.Popen(
+        [str(TOOLSCOPE), *args], stdin=terminal, stdout=terminal, stderr=terminal, env=_environment(home)
+    )
+    os.close(terminal)
+    shown = drain(controller)
+    return process.wait(timeout=60), shown.decode()
+
+
+def test_sessions_rm_asks_on_a_terminal(home: Path) -> None:
+    path = write_session(home, "asked", user_texts=("hello",))
+    code, shown = _answer_on_a_terminal(home, "n\n", "sessions", "rm", "asked")
+    assert code == 1 and "Delete session asked? [y/N]" in shown and path.exists()
+    code, shown = _answer_on_a_terminal(home, "y\n", "sessions", "rm", "asked")
+    assert code == 0 and "Deleted session asked." in shown and not path.exists()

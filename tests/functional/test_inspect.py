@@ -23,6 +23,7 @@ from app.session.session import Session
 from app.session.store import SessionStore
 from tests.support.builder import LogBuilder, tool
 from tests.support.oracles import assert_valid_anthropic_body
+from tests.support.terminal import drain
 
 READ, GREP, TIME = tool("read"), tool("grep"), tool("time")
 BETA = f"{DEFAULT_BETA_HEADER}: {DEFAULT_TOOL_UPDATE_BETA}"
@@ -279,7 +280,9 @@ def test_text_report_is_aligned_and_plain_off_a_terminal(example, capsys):
     assert read_row.index("read") == time_row.index("time")
     assert read_row.index("initial") == time_row.index("added")
     assert all(line == line.rstrip() for line in lines)
-    assert '"model": "deepseek-v4-' in out
+    assert "Wire body" not in out and '"model"' not in out
+    assert run(inspect(str(path), "--request", "4", "--route", route_id, "--body")) == 0
+    assert '"model": "deepseek-v4-' in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -338,9 +341,7 @@ def test_a_request_without_history_falls_back_on_routes_that_send_updates(tmp_pa
     assert run(inspect(str(path), "--route", MODES["in-history"][0])) == 0
     out = capsys.readouterr().out
     assert "No tool history came with this request" in out
-    lines = out.splitlines()
-    report = lines[: next(i for i, line in enumerate(lines) if line.strip() == "Wire body")]
-    assert max(len(line) for line in report) <= 100
+    assert max(len(line) for line in out.splitlines()) <= 100
 
 
 def test_the_toolscope_command_prints_the_same_report(example, capsys, tmp_path):
@@ -362,3 +363,65 @@ def test_the_toolscope_command_prints_the_same_report(example, capsys, tmp_path)
         [str(command), "inspect", "no-such-session"], capture_output=True, text=True, env=env, timeout=60
     )
     assert missing.returncode == 1 and "Traceback" not in missing.stderr and missing.stderr.strip()
+
+
+def toolscope_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TOOLSCOPE_CONFIG", "LC_ALL", "LC_MESSAGES", "PAGER", "TOOLSCOPE_PAGER")
+    }
+    env.update(TOOLSCOPE_HOME=str(home), LANG="C.UTF-8", **extra)
+    return env
+
+
+def test_the_text_report_is_the_summary_and_bodies_come_with_body(example, tmp_path):
+    """Through the command: a few lines a route; `--body` adds the wire bodies; JSON keeps them."""
+    path, _ = example
+    command = Path(sys.executable).parent / "toolscope"
+    env = toolscope_env(tmp_path / "home", PAGER="cat > pager-was-used")
+
+    def inspect_command(*argv: str) -> str:
+        result = subprocess.run(
+            [str(command), "inspect", str(path), *argv],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    summary, with_bodies = inspect_command(), inspect_command("--body")
+    routes, requests = len(CATALOG), 6
+    assert len(summary.splitlines()) < 20 * routes * requests < len(with_bodies.splitlines())
+    assert "Wire body" not in summary and '"messages": [' not in summary
+    assert with_bodies.count("Wire body") == routes * requests
+    as_json = json.loads(inspect_command("--json"))
+    assert all(route["body"] for request in as_json["requests"] for route in request["routes"].values())
+    assert not (tmp_path / "pager-was-used").exists()  # not a terminal: no pager
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
+    """Run `argv` with its stdout on a pseudo-terminal; its exit code and what reached the screen."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    os.close(follower)
+    shown = drain(leader)
+    process.wait(timeout=60)
+    return process.returncode, shown.decode()
+
+
+def test_on_a_terminal_the_text_goes_through_the_pager(example, tmp_path):
+    path, _ = example
+    command = [str(Path(sys.executable).parent / "toolscope"), "inspect", str(path)]
+    env = toolscope_env(tmp_path / "home", PAGER="cat > paged.txt", NO_COLOR="1")
+    code, shown = _on_a_terminal(command, env, tmp_path)
+    assert code == 0 and shown == ""
+    paged = (tmp_path / "paged.txt").read_text()
+    assert paged.startswith(f"Session {path.stem} · 6 requests") and "Wire body" not in paged
+    (tmp_path / "paged.txt").unlink()
+    code, shown = _on_a_terminal([*command, "--no-pager"], env, tmp_path)
+    assert code == 0 and not (tmp_path / "paged.txt").exists()
+    assert shown.replace("\r\n", "\n") == paged
+    code, shown = _on_a_terminal(command, {**env, "PAGER": "", "TOOLSCOPE_PAGER": "cat > chosen.txt"}, tmp_path)
+    assert (tmp_path / "chosen.txt").read_text() == paged

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.session.events import ToolResultData, UserMessageData, encode_event, make_event
+from app.session.listing import CACHE_VERSION
 from tests.functional.test_cli import _environment, listing, toolscope, write_session
 from tests.support.rss import peak_rss
 
@@ -42,6 +43,8 @@ WRONG_VALUES = [
     ("problem", 3),
     ("problem", ["unhashable"]),
     ("header_crc", "crc"),
+    ("cwd", 3),
+    ("route", ["offline/demo"]),
 ]
 
 
@@ -69,9 +72,9 @@ def test_cache_entries_with_wrong_types_are_ignored_and_rebuilt(home: Path) -> N
 @pytest.mark.parametrize(
     "payload",
     [
-        '{"version": 1, "files": {"s.jsonl": null}}',
-        '{"version": 1, "files": ["s.jsonl"]}',
-        '{"version": 1, "files": {"s.jsonl": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+        f'{{"version": {CACHE_VERSION}, "files": {{"s.jsonl": null}}}}',
+        f'{{"version": {CACHE_VERSION}, "files": ["s.jsonl"]}}',
+        f'{{"version": {CACHE_VERSION}, "files": {{"s.jsonl": ' + "[" * 100_000 + "]" * 100_000 + "}}",
         '"cache"',
     ],
     ids=["null-entry", "list-of-files", "deeply-nested", "a-string"],

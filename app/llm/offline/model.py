@@ -15,9 +15,12 @@ from typing import Any
 
 from app.untrusted_json import loads
 
+_NEXT_REQUEST = r"(?:\s*[,;]\s*|\s+)(?:(?:and\s+)?then\s+|and\s+)?(?:use|call|run)\s"
+"""What ends one request's argument: the next `use`/`call`/`run`, after a comma, a semicolon,
+`and`, `then` or `and then`."""
 _TOOL_REQUEST = re.compile(
     r"\b(?:use|call|run)\s+(?:the\s+)?`?(?P<name>[A-Za-z0-9_\-]+)`?(?:\s+tool)?"
-    r"(?:\s+(?:on|with|for)\s+(?P<argument>.+?))?(?=\s+(?:and|then)\s+(?:use|call|run)\b|[.!?]?\s*$)",
+    r"(?:\s+(?:on|with|for)\s+(?P<argument>.+?))?(?=" + _NEXT_REQUEST + r"|[.!?]?\s*$)",
     re.IGNORECASE | re.DOTALL,
 )
 _SUMMARY_LINES = 8

@@ -228,5 +228,5 @@ def _transport_cause(error: openai.APIConnectionError) -> httpx.RequestError | h
         return cause
     detail = str(cause) if cause is not None and str(cause) else error.message
     if isinstance(error, openai.APITimeoutError):
-        return httpx.ReadTimeout(detail)
-    return httpx.TransportError(detail)
+        return httpx.ReadTimeout(detail, request=error.request)
+    return httpx.TransportError(detail, request=error.request)

@@ -1,5 +1,6 @@
-"""The listing's line scan (`app.session.listing._scan`): the same answer as reading the whole file
-however the reads split it, and work that stays one pass over a line of any length."""
+"""The listing's line scan (`app.session.listing._scan`): the same answer (line count, title, last
+route) as reading the whole file however the reads split it, and work that stays one pass over a
+line of any length."""
 
 from __future__ import annotations
 
@@ -35,24 +36,31 @@ def user_line(text: str) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
+def request_header_line(route: str, padding: int) -> bytes:
+    data = {"reason": "initial", "sequence": 0, "route": route, "system": "s" * padding}
+    message = {"type": "request/header", "seq": 3, "data": data}
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
 LINES = st.one_of(
     st.builds(user_line, st.text(min_size=1, max_size=80)),
+    st.builds(request_header_line, st.text(min_size=1, max_size=20), st.integers(0, 200)),
     st.builds(lambda n: b'{"type":"tool/result","seq":2,"content":"' + b"x" * n + b'"}\n', st.integers(0, 300)),
     st.builds(lambda n: b'{"type":"user/mess' + b"y" * n + b"\n", st.integers(0, 40)),
     st.just(b"\n"),
 )
 
 
-def expected(data: bytes, want_title: bool) -> tuple[int, int, str | None]:
+def expected(data: bytes, want_title: bool) -> tuple[int, int, str | None, str | None]:
     """What the scan must find, computed the obvious way from the whole bytes."""
     end = data.rfind(b"\n") + 1
-    title = None
-    if want_title:
-        for line in data[:end].splitlines():
-            if line.startswith(b'{"type":"user/message"'):
-                title = shorten(json.loads(line)["data"]["text"])
-                break
-    return data.count(b"\n"), end, title
+    title = route = None
+    for line in data[:end].splitlines():
+        if want_title and title is None and line.startswith(b'{"type":"user/message"'):
+            title = shorten(json.loads(line)["data"]["text"])
+        if line.startswith(b'{"type":"request/header"'):
+            route = json.loads(line)["data"]["route"]
+    return data.count(b"\n"), end, title, route
 
 
 @settings(max_examples=300, deadline=None)
@@ -80,5 +88,5 @@ def test_a_long_line_is_not_held_while_it_grows():
         _current, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert result == (2, len(data), "after it")
+    assert result == (2, len(data), "after it", None)
     assert peak < 4 * CHUNK_SIZE, peak
