@@ -1,0 +1,174 @@
+"""What each route receives for each model request: the one report model every view renders.
+
+For every logged model request (or just request N) and every route of the catalog (or the ones
+named), the request is projected for the route, rendered as that route's wire body, and compared
+with the previous request's body on the same route. Bodies are built exactly as the agent builds
+them (`app.llm.dispatch.build_wire`): `openai-sdk` routes show the chat-completions body the openai
+client sends, `offline` routes the deepseek-chat body the offline model reads.
+
+Textual-free and text-free: the renderers (`app.report.text`, `.json`, `.markdown`, `.html`, the
+TUI inspector) word and lay it out; none of them recomputes it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.llm.anthropic.body import WirePlacementError
+from app.llm.deepseek.body import WireRequest
+from app.llm.dispatch import build_wire
+from app.llm.prefix import PrefixResult, prefix_kept
+from app.llm.projection import ProjectedRequest, project_request
+from app.llm.routes import Route
+from app.session.events import ToolDefinition
+from app.session.view import ModelRequest
+
+
+@dataclass(frozen=True, slots=True)
+class RouteReport:
+    route: Route
+    projected: ProjectedRequest
+    wire: WireRequest | None
+    """None when the body broke a placement rule (`error` says which): it would never be sent."""
+    error: str | None
+    prefix: PrefixResult
+    previous_body: dict[str, Any] | None = None
+    """The previous request's body on this route (None: first request, or it was not sendable)."""
+
+    @property
+    def blocks(self) -> list[tuple[Any, int | None]]:
+        """Each block with the index in `messages` of the system message carrying it (None: no
+        body)."""
+        indexes = self.wire.group_indexes if self.wire is not None else (None,) * len(
+            self.projected.groups
+        )
+        return [
+            (block, index)
+            for group, index in zip(self.projected.groups, indexes, strict=True)
+            for block in group.blocks
+        ]
+
+    @property
+    def beta(self) -> str | None:
+        """The header line as sent (`name: value`): a route may configure the header's name too."""
+        if self.wire is None or not self.wire.headers:
+            return None
+        return ", ".join(f"{name}: {value}" for name, value in self.wire.headers.items())
+
+    def body_diff(self) -> list[str]:
+        """A unified diff of this body against the previous request's body on the same route
+        (pretty-printed JSON, 3 lines of context); empty when either is missing or they are equal.
+        Computed on demand: most views never show it."""
+        if self.wire is None or self.previous_body is None:
+            return []
+        return list(
+            difflib.unified_diff(
+                _pretty(self.previous_body),
+                _pretty(self.wire.body),
+                "previous",
+                "this",
+                lineterm="",
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChange:
+    """How the tools in force changed since the previous request (by the request headers).
+
+    `first` is set on the first request (nothing to compare with); `redefined` names tools kept
+    under the same name with another definition."""
+
+    first: bool
+    tools: tuple[str, ...]
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    redefined: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.redefined)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReport:
+    request: ModelRequest
+    routes: tuple[RouteReport, ...]
+    tool_change: ToolChange | None = None
+
+
+def inspect_requests(
+    requests: Sequence[ModelRequest], routes: Sequence[Route], *, only: int | None = None
+) -> list[RequestReport]:
+    """Reports for every request (or request number `only`) on every route.
+
+    The prefix of a request is compared with the previous request's body on the same route, so
+    that one is rendered too even when only one request is reported.
+    """
+    first = 0 if only is None else max(only - 2, 0)
+    last = len(requests) if only is None else only
+    reports: list[RequestReport] = []
+    previous: dict[str, WireRequest | None] = {}
+    for request in requests[first:last]:
+        route_reports = []
+        for route in routes:
+            if route.id in previous:
+                report = _route_report(request, route, previous[route.id])
+            else:
+                report = _route_report(request, route, None, first=True)
+            previous[route.id] = report.wire
+            route_reports.append(report)
+        if only is None or request.index == only:
+            earlier = requests[request.index - 2] if request.index > 1 else None
+            change = tool_change(earlier, request)
+            reports.append(RequestReport(request, tuple(route_reports), change))
+    return reports
+
+
+def tool_change(previous: ModelRequest | None, request: ModelRequest) -> ToolChange:
+    """The answer to "what changed in the tools since the previous request"."""
+    now = _tools(request)
+    if previous is None:
+        return ToolChange(first=True, tools=tuple(now))
+    before = _tools(previous)
+    return ToolChange(
+        first=False,
+        tools=tuple(now),
+        added=tuple(name for name in now if name not in before),
+        removed=tuple(name for name in before if name not in now),
+        redefined=tuple(name for name in now if name in before and before[name] != now[name]),
+    )
+
+
+def _tools(request: ModelRequest) -> dict[str, ToolDefinition]:
+    tools = request.header.tools if request.header is not None else ()
+    return {definition.name: definition for definition in tools}
+
+
+def _route_report(
+    request: ModelRequest, route: Route, previous: WireRequest | None, *, first: bool = False
+) -> RouteReport:
+    """`previous` is the previous request's body on `route`; None when it could not be built."""
+    projected = project_request(request, route)
+    config = request.header.config if request.header is not None else {}
+    try:
+        wire = build_wire(projected, route, config)
+    except WirePlacementError as error:
+        return RouteReport(route, projected, None, str(error), PrefixResult(False, None))
+    if first:
+        prefix = PrefixResult(True, None)
+    elif previous is None:
+        # The previous body was never sendable, so nothing of it was cached.
+        prefix = PrefixResult(False, None)
+    else:
+        prefix = prefix_kept(previous.body, wire.body, route.dialect)
+    previous_body = previous.body if previous is not None else None
+    return RouteReport(route, projected, wire, None, prefix, previous_body)
+
+
+def _pretty(body: dict[str, Any]) -> list[str]:
+    return json.dumps(body, ensure_ascii=False, indent=2).splitlines()

@@ -1,0 +1,180 @@
+"""`toolscope inspect`'s text report: the report model laid out for a terminal (`docs/inspect.md`).
+
+Every text from the session or a tool definition is shown literally (`printable_line`); widths
+count wide (CJK) characters as two cells so localized labels line up.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import unicodedata
+from collections.abc import Sequence
+
+from app.i18n import _, ngettext
+from app.llm.projection import describe_fallback
+from app.report.model import RequestReport, RouteReport
+from app.terminal import paint, printable, printable_line
+
+BODY_INDENT = "    "
+TEXT_WIDTH = 100
+
+
+def render_text(
+    session_id: str,
+    total: int,
+    reports: Sequence[RequestReport],
+    *,
+    color: bool,
+    bodies: bool = False,
+) -> str:
+    paint = _Painter(color)
+    lines = [
+        paint.bold(
+            ngettext(
+                "Session {id} · {count} request", "Session {id} · {count} requests", total
+            ).format(id=session_id, count=total)
+        )
+    ]
+    if total == 0:
+        lines.append(_("This session has no model requests yet."))
+    for report in reports:
+        request = report.request
+        lines += [
+            "",
+            paint.bold(
+                "━━ "
+                + _("Request {n} · turn {turn}, step {step} · sent on {route}").format(
+                    n=request.index, turn=request.turn, step=request.step, route=request.route
+                )
+            ),
+        ]
+        for route_report in report.routes:
+            lines += ["", *_route_lines(route_report, paint, bodies=bodies)]
+    return "\n".join(lines) + "\n"
+
+
+def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[str]:
+    route = report.route
+    labels = {
+        "prefix": _("Prefix"),
+        "beta": _("Beta header"),
+        "fallback": _("Fallback"),
+        "error": _("Not sendable"),
+        "declarations": _("Declarations"),
+        "blocks": _("Blocks"),
+        "body": _("Wire body"),
+    }
+    width = max(_width(label) for label in labels.values()) + 2
+    indent = " " * (2 + width)
+
+    def section(key: str, texts: Sequence[str]) -> list[str]:
+        """The label on the first line, the other lines under its value; "none" when empty."""
+        first, *rest = texts or [_("none")]
+        return [("  " + _pad(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
+
+    about = _("{label} · {dialect} · tool updates: {mode}").format(
+        label=route.display_label, dialect=route.dialect, mode=route.tool_update
+    )
+    if _width(route.id) + 2 + _width(about) <= TEXT_WIDTH:
+        lines = [paint.bold(route.id) + "  " + paint.dim(about)]
+    else:
+        lines = [paint.bold(route.id), "  " + paint.dim(about)]
+    if report.error is not None:
+        lines += section("error", [paint.red(report.error)])
+    elif report.prefix.kept:
+        lines += section("prefix", [paint.green(_("kept"))])
+    elif report.prefix.first_difference is not None:
+        pointer = report.prefix.first_difference
+        lines += section("prefix", [paint.red(_("broken at {pointer}").format(pointer=pointer))])
+    else:
+        lines += section("prefix", [paint.red(_("broken (the previous body was not sendable)"))])
+    lines += section("beta", [printable_line(report.beta or _("none"))])
+    fallback = report.projected.fallback
+    explained = (
+        textwrap.wrap(describe_fallback(fallback), TEXT_WIDTH - len(indent)) if fallback else []
+    )
+    lines += section("fallback", [paint.yellow(text) for text in explained])
+    lines += section("declarations", _declaration_rows(report))
+    lines += section("blocks", _block_rows(report))
+    if bodies and report.wire is not None:
+        lines += section("body", [""])
+        body = json.dumps(report.wire.body, ensure_ascii=False, indent=2)
+        lines += [paint.dim(BODY_INDENT + printable(line)) for line in body.splitlines()]
+    return lines
+
+
+def _declaration_rows(report: RouteReport) -> list[str]:
+    states = {
+        "initial": _("initial"),
+        "added": _("added"),
+        "retained-removed": _("retained after removal"),
+        "explicit-deferred": _("deferred at the tool's request"),
+    }
+    rows = [
+        [
+            printable_line(declaration.tool.name),
+            states[declaration.state],
+            "defer_loading" if declaration.defer_loading else "",
+        ]
+        for declaration in report.projected.declarations
+    ]
+    return _columns(rows)
+
+
+def _block_rows(report: RouteReport) -> list[str]:
+    kinds = {
+        "tool_addition": _("tool addition"),
+        "tool_removal": _("tool removal"),
+        "text": _("instructions"),
+    }
+    rows = []
+    for block, position in report.blocks:
+        where = f"/messages/{position}" if position is not None else "-"
+        what = json.dumps(block.text, ensure_ascii=False) if block.kind == "text" else block.name
+        what = printable_line(what or "")
+        source = _("from developer message seq {seq}").format(seq=block.seq)
+        rows.append([where, kinds[block.kind], what, source])
+    return _columns(rows)
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    if not rows:
+        return []
+    widths = [max(_width(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join(_pad(cell, widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def _width(text: str) -> int:
+    """Terminal cells: wide (CJK) characters take two, so localized labels still line up."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
+
+
+class _Painter:
+    """Paints a line's parts; what it paints is shown literally (a route or a reason may come from
+    someone else's session file)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _sgr(self, code: str, text: str) -> str:
+        return paint(printable_line(text), code, self.enabled)
+
+    def bold(self, text: str) -> str:
+        return self._sgr("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._sgr("2", text)
+
+    def red(self, text: str) -> str:
+        return self._sgr("31", text)
+
+    def green(self, text: str) -> str:
+        return self._sgr("32", text)
+
+    def yellow(self, text: str) -> str:
+        return self._sgr("33", text)
