@@ -616,11 +616,47 @@ def _routes(options: argparse.Namespace, config: Config | None) -> int:
     return EXIT_OK
 
 
+def _add_export(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = _command_parser(
+        subparsers,
+        shared,
+        "export",
+        summary=_("write a session as Markdown, self-contained HTML or JSON"),
+        description=_(
+            "Write a session as Markdown or one self-contained HTML file (the conversation, every "
+            "tool change, and per request the tools each route received), or as the JSON of its "
+            "session view. API keys from the environment are redacted."
+        ),
+    )
+    parser.add_argument(
+        "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
+    )
+    parser.add_argument(
+        "--format", required=True, choices=("md", "html", "json"), help=_("the output format")
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help=_("write to FILE (mode 0600, replaced whole) instead of standard output"),
+    )
+    parser.set_defaults(handler=_export)
+
+
+def _export(options: argparse.Namespace, config: Config | None) -> int:
+    from app.export.command import run
+
+    return run(options, config)
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_sessions,
     _add_inspect,
     _add_run,
     _add_routes,
+    _add_export,
 )
 
 

@@ -6,6 +6,7 @@ One change names the tool ("Tool added: grep"); several give the counts ("3 tool
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.i18n import _, ngettext
@@ -34,14 +35,17 @@ class ToolChangeNotice:
         ]
 
 
-def tool_change_notice(update: ToolRegistryUpdate) -> ToolChangeNotice:
+def tool_change_notice(
+    update: ToolRegistryUpdate, quote: Callable[[str], str] = str
+) -> ToolChangeNotice:
+    """`quote` formats a tool name inside the summary: an export puts it in a code span."""
     added = tuple(addition.name for addition in update.additions)
     removed = tuple(update.removals)
     if len(added) + len(removed) == 1:
         summary = (
-            _("Tool added: {name}").format(name=added[0])
+            _("Tool added: {name}").format(name=quote(added[0]))
             if added
-            else _("Tool removed: {name}").format(name=removed[0])
+            else _("Tool removed: {name}").format(name=quote(removed[0]))
         )
     elif added and removed:
         summary = _("{added}, {removed}").format(

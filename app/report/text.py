@@ -14,6 +14,14 @@ from collections.abc import Sequence
 from app.i18n import _, ngettext
 from app.llm.projection import describe_fallback
 from app.report.model import RequestReport, RouteReport
+from app.report.wording import (
+    block_label,
+    block_source,
+    prefix_text,
+    route_about,
+    section_labels,
+    state_label,
+)
 from app.terminal import paint, printable, printable_line
 
 BODY_INDENT = "    "
@@ -56,15 +64,7 @@ def render_text(
 
 def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[str]:
     route = report.route
-    labels = {
-        "prefix": _("Prefix"),
-        "beta": _("Beta header"),
-        "fallback": _("Fallback"),
-        "error": _("Not sendable"),
-        "declarations": _("Declarations"),
-        "blocks": _("Blocks"),
-        "body": _("Wire body"),
-    }
+    labels = section_labels()
     width = max(_width(label) for label in labels.values()) + 2
     indent = " " * (2 + width)
 
@@ -73,9 +73,7 @@ def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[
         first, *rest = texts or [_("none")]
         return [("  " + _pad(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
 
-    about = _("{label} · {dialect} · tool updates: {mode}").format(
-        label=route.display_label, dialect=route.dialect, mode=route.tool_update
-    )
+    about = route_about(route)
     if _width(route.id) + 2 + _width(about) <= TEXT_WIDTH:
         lines = [paint.bold(route.id) + "  " + paint.dim(about)]
     else:
@@ -83,12 +81,9 @@ def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[
     if report.error is not None:
         lines += section("error", [paint.red(report.error)])
     elif report.prefix.kept:
-        lines += section("prefix", [paint.green(_("kept"))])
-    elif report.prefix.first_difference is not None:
-        pointer = report.prefix.first_difference
-        lines += section("prefix", [paint.red(_("broken at {pointer}").format(pointer=pointer))])
+        lines += section("prefix", [paint.green(prefix_text(report))])
     else:
-        lines += section("prefix", [paint.red(_("broken (the previous body was not sendable)"))])
+        lines += section("prefix", [paint.red(prefix_text(report))])
     lines += section("beta", [printable_line(report.beta or _("none"))])
     fallback = report.projected.fallback
     explained = (
@@ -105,16 +100,10 @@ def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[
 
 
 def _declaration_rows(report: RouteReport) -> list[str]:
-    states = {
-        "initial": _("initial"),
-        "added": _("added"),
-        "retained-removed": _("retained after removal"),
-        "explicit-deferred": _("deferred at the tool's request"),
-    }
     rows = [
         [
             printable_line(declaration.tool.name),
-            states[declaration.state],
+            state_label(declaration.state),
             "defer_loading" if declaration.defer_loading else "",
         ]
         for declaration in report.projected.declarations
@@ -123,18 +112,12 @@ def _declaration_rows(report: RouteReport) -> list[str]:
 
 
 def _block_rows(report: RouteReport) -> list[str]:
-    kinds = {
-        "tool_addition": _("tool addition"),
-        "tool_removal": _("tool removal"),
-        "text": _("instructions"),
-    }
     rows = []
     for block, position in report.blocks:
         where = f"/messages/{position}" if position is not None else "-"
         what = json.dumps(block.text, ensure_ascii=False) if block.kind == "text" else block.name
         what = printable_line(what or "")
-        source = _("from developer message seq {seq}").format(seq=block.seq)
-        rows.append([where, kinds[block.kind], what, source])
+        rows.append([where, block_label(block.kind), what, block_source(block.seq)])
     return _columns(rows)
 
 

@@ -1,0 +1,285 @@
+"""A session as one self-contained HTML file: inline CSS, no script, no external reference, so it
+opens offline and shows the same thing everywhere.
+
+The conversation with its context nodes (several tool changes: the counts, with the names in a
+`<details>` list), and per model request a section with each route's declarations, blocks, prefix,
+beta header, fallback and the diff of its wire body against the previous request on that route —
+all from the report model of `app.report`. Every string from the session is scrubbed
+(`Scrubber`) and HTML-escaped; our localized words are escaped too.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from app.agent.notices import instructions_notice, tool_change_notice
+from app.export.conversation import SequenceStart, walk
+from app.export.scrub import Scrubber
+from app.i18n import _, current_language, ngettext
+from app.llm.projection import describe_fallback
+from app.report.model import RequestReport, RouteReport
+from app.report.wording import (
+    block_label,
+    block_source,
+    prefix_text,
+    route_about,
+    section_labels,
+    state_label,
+    tool_change_line,
+)
+from app.session.events import ToolRegistryUpdate
+from app.session.view import (
+    AssistantItem,
+    ContextItem,
+    RequestErrorItem,
+    RetryItem,
+    SessionView,
+    SummaryItem,
+    ToolResultItem,
+    Turn,
+    UserItem,
+)
+
+STYLE = """
+body { font: 15px/1.5 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem;
+  color: #1d1d1f; background: #fff; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; border-bottom: 1px solid #ddd; margin-top: 2rem; }
+h3 { font-size: 1rem; margin: 1.2rem 0 .3rem; }
+pre { background: #f5f5f7; padding: .6rem .8rem; overflow-x: auto; white-space: pre-wrap;
+  word-break: break-word; border-radius: 4px; margin: .3rem 0; }
+code { font: 13px/1.4 ui-monospace, monospace; }
+.context { border-left: 4px solid #7a5af8; background: #f6f3ff; padding: .4rem .8rem; margin: .6rem 0; }
+.error { border-left: 4px solid #d92d20; background: #fef3f2; padding: .4rem .8rem; margin: .6rem 0; }
+.retry, .sequence { color: #b54708; margin: .6rem 0; }
+.request { border: 1px solid #d0d5dd; border-radius: 6px; margin: 1rem 0; padding: .5rem .8rem; }
+.request > h3 { margin-top: .2rem; }
+.change { font-weight: 600; }
+.routes { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: .6rem; }
+.route { border: 1px solid #eaecf0; border-radius: 4px; padding: .4rem .6rem; }
+.route h4 { margin: 0; font-size: .95rem; } .about { color: #667085; font-size: .85rem; }
+.kept { color: #067647; } .broken { color: #b42318; }
+.route p { margin: .4rem 0 .1rem; }
+table { border-collapse: collapse; font-size: .85rem; } td { padding: 0 .6rem 0 0; vertical-align: top; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 .8rem; margin: .4rem 0; font-size: .9rem; }
+dt { color: #667085; } dd { margin: 0; }
+.diff-add { color: #067647; } .diff-del { color: #b42318; }
+"""
+
+
+def render_html(view: SessionView, reports: Sequence[RequestReport], scrub: Scrubber) -> str:
+    return _Html(scrub).render(view, reports)
+
+
+class _Html:
+    def __init__(self, scrub: Scrubber) -> None:
+        self.scrub = scrub
+        self.out: list[str] = []
+
+    def esc(self, text: str) -> str:
+        return html.escape(self.scrub.text(text), quote=True)
+
+    def code(self, text: str) -> str:
+        return f"<code>{self.esc(text)}</code>"
+
+    def pre(self, text: str) -> str:
+        return f"<pre>{self.esc(text)}</pre>"
+
+    def mark(self, name: str) -> str:
+        """A tool name inside our words, marked by two control characters a scrubbed name cannot
+        hold; `marked` escapes the whole line, then turns the marks into a code element."""
+        return "\0" + self.scrub.text(name) + "\1"
+
+    def marked(self, text: str) -> str:
+        return html.escape(text).replace("\0", "<code>").replace("\1", "</code>")
+
+    def words(self, template: str, **values: str) -> str:
+        """Our localized words, escaped, with already-escaped values put in their places."""
+        return html.escape(template).format(**values)
+
+    # --- the document --------------------------------------------------------------------------
+
+    def render(self, view: SessionView, reports: Sequence[RequestReport]) -> str:
+        header = view.header
+        title = _("Session {id}").format(id=header.id)
+        self.out += [
+            "<!DOCTYPE html>",
+            f'<html lang="{html.escape(current_language().replace("_", "-"))}">',
+            '<head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            # No request may leave the file, whatever a future edit puts in it.
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'\">",
+            f"<title>{self.esc(title)}</title>",
+            f"<style>{STYLE}</style></head>",
+            "<body>",
+            f"<h1>{self.words(_('Session {id}'), id=self.code(header.id))}</h1>",
+            "<p>"
+            + self.words(
+                ngettext(
+                    "{count} model request · working directory {cwd}",
+                    "{count} model requests · working directory {cwd}",
+                    len(view.requests),
+                ),
+                count=str(len(view.requests)),
+                cwd=self.code(header.cwd),
+            )
+            + "</p>",
+        ]
+        for entry in walk(view, reports):
+            if isinstance(entry, Turn):
+                self.out.append(f'<h2 id="turn-{entry.number}">{self.esc(_("Turn {n}").format(n=entry.number))}</h2>')
+            elif isinstance(entry, SequenceStart):
+                text = _("New projection sequence {n}").format(n=entry.number)
+                self.out.append(f'<p class="sequence"><em>{self.esc(text)}</em></p>')
+            elif isinstance(entry, RequestReport):
+                self.request(entry)
+            else:
+                self.item(entry)
+        self.out.append("</body></html>")
+        return "\n".join(self.out) + "\n"
+
+    def item(self, item: object) -> None:
+        if isinstance(item, UserItem):
+            self.out += [f"<h3>{self.esc(_('User'))}</h3>", self.pre(item.text)]
+        elif isinstance(item, AssistantItem):
+            self.assistant(item)
+        elif isinstance(item, ToolResultItem):
+            title = self.words(_("Tool result {name}"), name=self.code(item.name))
+            if item.is_error:
+                code = item.error.code if item.error is not None else "ERROR"
+                title += " · " + self.words(_("error {code}"), code=self.code(code))
+            self.out += [
+                f'<div class="tool-result"><strong>{title}</strong> ({self.code(item.call_id)})',
+                self.pre(item.content),
+                "</div>",
+            ]
+        elif isinstance(item, ContextItem):
+            self.context(item)
+        elif isinstance(item, RequestErrorItem):
+            title = self.words(_("Request error {code}"), code=self.code(item.failure.code))
+            self.out.append(f'<div class="error"><strong>{title}</strong>{self.pre(item.failure.message)}</div>')
+        elif isinstance(item, RetryItem):
+            text = self.words(
+                _("Retry {n} of {max} after {delay} ms ({code})"),
+                n=str(item.retry),
+                max=str(item.max_retries),
+                delay=str(item.delay_ms),
+                code=self.code(item.failure.code),
+            )
+            self.out.append(f'<p class="retry">{text}</p>')
+        elif isinstance(item, SummaryItem):
+            heading = self.esc(_("Compaction (sequence {n})").format(n=item.sequence))
+            self.out += [f"<h3>{heading}</h3>", self.pre(item.summary)]
+
+    def assistant(self, item: AssistantItem) -> None:
+        heading = self.words(
+            _("Assistant · {route} · {model}"), route=self.code(item.route), model=self.code(item.model)
+        )
+        self.out.append(f"<h3>{heading}</h3>")
+        if item.reasoning:
+            self.out.append(
+                f"<details><summary>{self.esc(_('Reasoning'))}</summary>{self.pre(item.reasoning)}</details>"
+            )
+        if item.text:
+            self.out.append(self.pre(item.text))
+        for call in item.tool_calls:
+            title = self.words(_("Tool call {name}"), name=self.code(call.name))
+            self.out += [
+                f'<div class="tool-call"><strong>{title}</strong> ({self.code(call.call_id)})',
+                self.pre(call.arguments),
+                "</div>",
+            ]
+        if item.interrupted:
+            self.out.append(f"<p><em>{self.esc(_('Interrupted'))}</em></p>")
+
+    def context(self, item: ContextItem) -> None:
+        message = item.message
+        label = f"<strong>{self.esc(_('Context'))}</strong> · "
+        if not isinstance(message, ToolRegistryUpdate):
+            self.out.append(
+                f'<div class="context">{label}{self.esc(instructions_notice())}{self.pre(message.text)}</div>'
+            )
+            return
+        notice = tool_change_notice(message, self.mark)
+        summary = self.marked(notice.summary)
+        if not notice.names:
+            self.out.append(f'<div class="context tool-change">{label}{summary}</div>')
+            return
+        names = [f"<li>+ {self.code(name)}</li>" for name in notice.added]
+        names += [f"<li>− {self.code(name)}</li>" for name in notice.removed]
+        self.out.append(
+            f'<div class="context tool-change">{label}<details><summary>{summary}</summary>'
+            f'<ul>{"".join(names)}</ul></details></div>'
+        )
+
+    def request(self, report: RequestReport) -> None:
+        request = report.request
+        heading = self.words(
+            _("Request {n} · turn {turn}, step {step} · sent on {route}"),
+            n=str(request.index),
+            turn=str(request.turn),
+            step=str(request.step),
+            route=self.code(request.route),
+        )
+        self.out.append(f'<section class="request" id="request-{request.index}"><h3>{heading}</h3>')
+        if report.tool_change is not None:
+            change = self.marked(tool_change_line(report.tool_change, self.mark))
+            self.out.append(f'<p class="change">{change}</p>')
+        self.out.append('<div class="routes">')
+        for route in report.routes:
+            self.route(route)
+        self.out.append("</div></section>")
+
+    def route(self, report: RouteReport) -> None:
+        labels = section_labels()
+        route = report.route
+        rows: list[tuple[str, str]] = []
+        if report.error is not None:
+            rows.append((labels["error"], f'<span class="broken">{self.esc(report.error)}</span>'))
+        else:
+            css = "kept" if report.prefix.kept else "broken"
+            rows.append((labels["prefix"], f'<span class="{css}">{self.esc(prefix_text(report))}</span>'))
+        rows.append((labels["beta"], self.code(report.beta) if report.beta else self.esc(_("none"))))
+        if report.projected.fallback:
+            rows.append((labels["fallback"], self.esc(describe_fallback(report.projected.fallback))))
+        self.out += [
+            f'<article class="route" data-route="{self.esc(route.id)}">',
+            f'<h4>{self.code(route.id)}</h4><div class="about">{self.esc(route_about(route))}</div>',
+            "<dl>" + "".join(f"<dt>{self.esc(k)}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>",
+        ]
+        declarations = [
+            f"<tr><td>{self.code(d.tool.name)}</td><td>{self.esc(state_label(d.state))}</td>"
+            f"<td>{'<code>defer_loading</code>' if d.defer_loading else ''}</td></tr>"
+            for d in report.projected.declarations
+        ]
+        self.table(labels["declarations"], declarations, "declarations")
+        blocks = [
+            f"<tr><td>{'/messages/' + str(position) if position is not None else '-'}</td>"
+            f"<td>{self.esc(block_label(block.kind))}</td>"
+            f"<td>{self.code(block.text if block.kind == 'text' else block.name or '')}</td>"
+            f"<td>{self.esc(block_source(block.seq))}</td></tr>"
+            for block, position in report.blocks
+        ]
+        self.table(labels["blocks"], blocks, "blocks")
+        diff = report.body_diff()
+        if diff:
+            lines = [self.diff_line(line) for line in diff]
+            self.out.append(
+                f"<details><summary>{self.esc(_('Wire body diff against the previous request'))}</summary>"
+                f"<pre>{chr(10).join(lines)}</pre></details>"
+            )
+        self.out.append("</article>")
+
+    def table(self, label: str, rows: list[str], css: str) -> None:
+        if not rows:
+            self.out.append(f"<p>{self.esc(label)}: {self.esc(_('none'))}</p>")
+            return
+        self.out.append(f'<p>{self.esc(label)}</p><table class="{css}">{"".join(rows)}</table>')
+
+    def diff_line(self, line: str) -> str:
+        if line.startswith("+") and not line.startswith("+++"):
+            return f'<span class="diff-add">{self.esc(line)}</span>'
+        if line.startswith("-") and not line.startswith("---"):
+            return f'<span class="diff-del">{self.esc(line)}</span>'
+        return self.esc(line)

@@ -1,0 +1,111 @@
+"""The session view as JSON: the stable shape `toolscope export --format json` writes.
+
+Every item of `SessionView.items` in log order (each with its `kind`), the turns and steps that
+group them (by `seq`), and every model request with the seqs of the messages it was sent with and
+the tool-history snapshot in force. `docs/export.md` documents each field; `FORMAT_VERSION`
+changes when a field's meaning does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pydantic import BaseModel
+
+from app.session.view import (
+    AssistantItem,
+    ContextItem,
+    HeaderItem,
+    Item,
+    ModelRequest,
+    RequestErrorItem,
+    RetryItem,
+    SessionView,
+    SummaryItem,
+    ToolCallItem,
+    ToolResultItem,
+    Turn,
+    UserItem,
+)
+
+FORMAT = "toolscope-session-view"
+FORMAT_VERSION = 1
+
+ITEM_KINDS: dict[type, str] = {
+    UserItem: "user",
+    AssistantItem: "assistant",
+    ToolCallItem: "tool-call",
+    ToolResultItem: "tool-result",
+    ContextItem: "context",
+    HeaderItem: "header",
+    RequestErrorItem: "request-error",
+    RetryItem: "retry",
+    SummaryItem: "compaction",
+}
+
+
+def view_json(view: SessionView) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "session": view.header.model_dump(mode="json"),
+        "items": [item_json(item) for item in view.items],
+        "turns": [_turn_json(turn) for turn in view.turns],
+        "requests": [_request_json(request) for request in view.requests],
+    }
+
+
+def item_json(item: Item) -> dict[str, Any]:
+    return {"kind": ITEM_KINDS[type(item)], **_fields(item)}
+
+
+def _turn_json(turn: Turn) -> dict[str, Any]:
+    return {
+        "number": turn.number,
+        "seq": turn.seq,
+        "end_seq": turn.end_seq,
+        "end_reason": turn.end_reason,
+        "items": [item.seq for item in turn.items],
+        "steps": [
+            {
+                "number": step.number,
+                "seq": step.seq,
+                "end_seq": step.end_seq,
+                "items": [item.seq for item in step.items],
+                "requests": [request.index for request in step.requests],
+            }
+            for step in turn.steps
+        ],
+    }
+
+
+def _request_json(request: ModelRequest) -> dict[str, Any]:
+    return {
+        "index": request.index,
+        "seq": request.seq,
+        "turn": request.turn,
+        "step": request.step,
+        "route": request.route,
+        "failed": request.failed,
+        "header_seq": request.header_seq,
+        "messages": [message.seq for message in request.messages],
+        "history": _plain(request.history),
+    }
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses and pydantic models as objects, tuples as arrays, the rest as it is."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _fields(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
