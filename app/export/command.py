@@ -10,7 +10,6 @@ conversation.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         )
     scrub = Scrubber.for_routes(routes)
     if args.format == "json":
-        text = json.dumps(scrub.value(view_json(view)), ensure_ascii=False, indent=2) + "\n"
+        text = scrub.json(view_json(view))
     else:
         reports = inspect_requests(view.requests, routes)
         render = render_html if args.format == "html" else render_markdown

@@ -5,11 +5,13 @@ Session files hold model, tool and MCP-server text. Before any format escapes it
 loses its escape sequences and control characters (`printable`, newlines and tabs kept) and its
 bidirectional overrides and isolates (they reorder what a reader sees), and then every API key of
 the catalog's routes found in the environment is replaced with `[redacted]`: stripping comes
-first so a key split by an escape sequence is still found.
+first so a key split by an escape sequence is still found. The JSON export is data and keeps every
+character: only the keys go, and the characters that act are written as escapes.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -20,7 +22,9 @@ from app.terminal import printable
 
 REDACTED = "[redacted]"
 
-_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI_CONTROLS = re.compile(f"[{_BIDI}]")
+_ACTIVE = re.compile(f"[\x7f-\x9f{_BIDI}]")
 
 
 class Scrubber:
@@ -34,17 +38,25 @@ class Scrubber:
         return cls(os.environ.get(route.api_key_env, "") for route in routes if route.api_key_env)
 
     def text(self, text: str) -> str:
-        text = _BIDI_CONTROLS.sub("", printable(text))
+        return self.redact(_BIDI_CONTROLS.sub("", printable(text)))
+
+    def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         return text
 
-    def value(self, value: Any) -> Any:
-        """A JSON value with every string (keys of objects too) scrubbed."""
+    def json(self, value: Any) -> str:
+        """`value` as JSON text holding exactly its data but the keys: every string (object keys
+        too) redacted, and the characters a terminal or a viewer would act on (C1 controls, bidi
+        controls) written as `\\uXXXX` escapes, as JSON already writes C0 controls."""
+        text = json.dumps(self._redacted(value), ensure_ascii=False, indent=2)
+        return _ACTIVE.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
+
+    def _redacted(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self.text(value)
+            return self.redact(value)
         if isinstance(value, dict):
-            return {self.text(key): self.value(item) for key, item in value.items()}
+            return {self.redact(key): self._redacted(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.value(item) for item in value]
+            return [self._redacted(item) for item in value]
         return value
