@@ -61,6 +61,7 @@ code { font: 13px/1.4 ui-monospace, monospace; }
 .kept { color: #067647; } .broken { color: #b42318; }
 .route p { margin: .4rem 0 .1rem; }
 table { border-collapse: collapse; font-size: .85rem; } td { padding: 0 .6rem 0 0; vertical-align: top; }
+td:not(:last-child) { white-space: nowrap; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 .8rem; margin: .4rem 0; font-size: .9rem; }
 dt { color: #667085; } dd { margin: 0; }
 .diff-add { color: #067647; } .diff-del { color: #b42318; }
@@ -203,14 +204,16 @@ class _Html:
             return
         notice = tool_change_notice(message, self.mark)
         summary = self.marked(notice.summary)
+        node = f'<div class="context tool-change" id="context-{item.seq}">{label}'
         if not notice.names:
-            self.out.append(f'<div class="context tool-change">{label}{summary}</div>')
+            self.out.append(f"{node}{summary}</div>")
             return
         names = [f"<li>+ {self.code(name)}</li>" for name in notice.added]
         names += [f"<li>− {self.code(name)}</li>" for name in notice.removed]
+        # The list has an id too: a link to it (…#context-12-tools) opens the list.
         self.out.append(
-            f'<div class="context tool-change">{label}<details><summary>{summary}</summary>'
-            f'<ul>{"".join(names)}</ul></details></div>'
+            f"{node}<details><summary>{summary}</summary>"
+            f'<ul id="context-{item.seq}-tools">{"".join(names)}</ul></details></div>'
         )
 
     def request(self, report: RequestReport) -> None:

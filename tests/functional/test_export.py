@@ -161,7 +161,7 @@ def test_markdown_names_every_tool_change_and_what_each_route_received(home, ses
 
 def test_html_names_every_tool_change_in_collapsible_lists(home, session_path):
     page = export(home, session_path.stem, "html")
-    nodes = re.findall(r'<div class="context tool-change">(.*?)</div>', page)
+    nodes = re.findall(r'<div class="context tool-change" id="context-\d+">(.*?)</div>', page)
     assert len(nodes) == len(tool_changes(session_path))
     assert "Tool added: <code>time</code>" in nodes[0]
     assert "Tool removed: <code>grep</code>" in nodes[1]

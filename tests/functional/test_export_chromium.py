@@ -1,0 +1,103 @@
+"""The HTML export opened in a real headless Chromium (Debian's `chromium`; `.ci/run` installs it):
+the DOM holds every request's route sections and every tool change, the multi-tool change's list
+is a closed `<details>`, and following a link to the list opens it. Skipped only when no Chromium
+binary exists."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from app.llm.routes import load_catalog
+from app.session.session import Session
+from tests.functional.test_export import crafted_log, toolscope
+from tests.functional.test_inspect import write_session
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary on PATH (.ci/run installs Debian's chromium)"
+)
+
+
+def dump_dom(url: str, profile: Path) -> str:
+    """The DOM after Chromium loaded `url`, offline: no network, no GPU, a throwaway profile."""
+    result = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+class _Dom(HTMLParser):
+    """Requests, route articles per request, tool-change nodes and their `<details>` state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: dict[str, list[str]] = {}
+        self.details_open: list[bool] = []
+        self._request: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "section" and attributes.get("class") == "request":
+            self._request = attributes["id"]
+            self.requests[self._request] = []
+        elif tag == "article" and self._request is not None:
+            self.requests[self._request].append(attributes["data-route"])
+        elif tag == "details":
+            self.details_open.append("open" in attributes)
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    session = write_session(crafted_log(), home / "sessions")
+    page = tmp_path / "export.html"
+    result = toolscope(home, "export", session.stem, "--format", "html", "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    return session, page
+
+
+def test_chromium_shows_every_request_route_and_tool_change(exported, tmp_path):
+    session, page = exported
+    dom = dump_dom(page.as_uri(), tmp_path / "profile")
+    parsed = _Dom()
+    parsed.feed(dom)
+    view = Session.open(session).view()
+    catalog = list(load_catalog().ids)
+    assert parsed.requests == {f"request-{r.index}": catalog for r in view.requests}
+    text = re.sub(r"<[^>]+>", "", dom)
+    for line in ("Tool added: time", "Tool removed: grep", "Tool added: grep", "2 tools added",
+                 "Tool removed: beta", "Tools since the previous request: added alpha, beta"):
+        assert line in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>" not in dom
+
+
+def test_the_tool_change_list_is_collapsed_and_a_link_to_it_opens_it(exported, tmp_path):
+    _session, page = exported
+    closed = dump_dom(page.as_uri(), tmp_path / "profile")
+    match = re.search(r'<details><summary>2 tools added</summary><ul id="(context-\d+-tools)">', closed)
+    assert match, "the multi-tool change is a closed <details> list"
+    assert "<li>+ <code>alpha</code></li><li>+ <code>beta</code></li>" in closed
+    opened = dump_dom(f"{page.as_uri()}#{match.group(1)}", tmp_path / "profile2")
+    assert re.search(r'<details open="[^"]*"><summary>2 tools added</summary>', opened)
