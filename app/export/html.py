@@ -114,7 +114,7 @@ class _Html:
             f"<title>{self.esc(title)}</title>",
             f"<style>{STYLE}</style></head>",
             "<body>",
-            f"<h1>{self.words(_('Session {id}'), id=self.code(header.id))}</h1>",
+            "<h1>" + self.words(_("Session {id}"), id=self.code(header.id)) + "</h1>",
             "<p>"
             + self.words(
                 ngettext(
@@ -129,7 +129,8 @@ class _Html:
         ]
         for entry in walk(view, reports):
             if isinstance(entry, Turn):
-                self.out.append(f'<h2 id="turn-{entry.number}">{self.esc(_("Turn {n}").format(n=entry.number))}</h2>')
+                heading = self.esc(_("Turn {n}").format(n=entry.number))
+                self.out.append(f'<h2 id="turn-{entry.number}">{heading}</h2>')
             elif isinstance(entry, SequenceStart):
                 text = _("New projection sequence {n}").format(n=entry.number)
                 self.out.append(f'<p class="sequence"><em>{self.esc(text)}</em></p>')
@@ -142,7 +143,7 @@ class _Html:
 
     def item(self, item: object) -> None:
         if isinstance(item, UserItem):
-            self.out += [f"<h3>{self.esc(_('User'))}</h3>", self.pre(item.text)]
+            self.out += ["<h3>" + self.esc(_("User")) + "</h3>", self.pre(item.text)]
         elif isinstance(item, AssistantItem):
             self.assistant(item)
         elif isinstance(item, ToolResultItem):
@@ -179,9 +180,8 @@ class _Html:
         )
         self.out.append(f"<h3>{heading}</h3>")
         if item.reasoning:
-            self.out.append(
-                f"<details><summary>{self.esc(_('Reasoning'))}</summary>{self.pre(item.reasoning)}</details>"
-            )
+            summary = self.esc(_("Reasoning"))
+            self.out.append(f"<details><summary>{summary}</summary>{self.pre(item.reasoning)}</details>")
         if item.text:
             self.out.append(self.pre(item.text))
         for call in item.tool_calls:
@@ -192,11 +192,11 @@ class _Html:
                 "</div>",
             ]
         if item.interrupted:
-            self.out.append(f"<p><em>{self.esc(_('Interrupted'))}</em></p>")
+            self.out.append("<p><em>" + self.esc(_("Interrupted")) + "</em></p>")
 
     def context(self, item: ContextItem) -> None:
         message = item.message
-        label = f"<strong>{self.esc(_('Context'))}</strong> · "
+        label = "<strong>" + self.esc(_("Context")) + "</strong> · "
         if not isinstance(message, ToolRegistryUpdate):
             self.out.append(
                 f'<div class="context">{label}{self.esc(instructions_notice())}{self.pre(message.text)}</div>'
@@ -268,15 +268,15 @@ class _Html:
         diff = report.body_diff()
         if diff:
             lines = [self.diff_line(line) for line in diff]
-            self.out.append(
-                f"<details><summary>{self.esc(_('Wire body diff against the previous request'))}</summary>"
-                f"<pre>{chr(10).join(lines)}</pre></details>"
-            )
+            summary = self.esc(_("Wire body diff against the previous request"))
+            body = "\n".join(lines)
+            self.out.append(f"<details><summary>{summary}</summary><pre>{body}</pre></details>")
         self.out.append("</article>")
 
     def table(self, label: str, rows: list[str], css: str) -> None:
         if not rows:
-            self.out.append(f"<p>{self.esc(label)}: {self.esc(_('none'))}</p>")
+            none = self.esc(_("none"))
+            self.out.append(f"<p>{self.esc(label)}: {none}</p>")
             return
         self.out.append(f'<p>{self.esc(label)}</p><table class="{css}">{"".join(rows)}</table>')
 

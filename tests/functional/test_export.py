@@ -289,3 +289,13 @@ def test_a_missing_or_unknown_format_is_a_usage_error(home, session_path):
         result = toolscope(home, "export", session_path.stem, *args)
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert "--format" in result.stderr
+
+
+def test_the_headings_follow_the_chosen_language(home, session_path):
+    text = toolscope(home, "--lang", "zh_CN", "export", session_path.stem, "--format", "md").stdout
+    assert text.startswith(f"# 会话 `{session_path.stem}`\n")
+    assert "## 第 1 轮" in text and "### 用户" in text
+    assert "> **上下文** · 已添加工具：`time`" in text
+    assert "自上一个请求以来的工具变化：移除 `grep`" in text
+    page = toolscope(home, "export", session_path.stem, "--format", "html", LANG="zh_CN.UTF-8").stdout
+    assert '<html lang="zh-CN">' in page and "<h3>用户</h3>" in page
