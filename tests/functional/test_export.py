@@ -70,7 +70,8 @@ def toolscope(home: Path, *args: str, **extra: str) -> subprocess.CompletedProce
         for key, value in os.environ.items()
         if key not in ("TOOLSCOPE_CONFIG", "LC_ALL", "LC_MESSAGES", "LANG", "NO_COLOR")
     }
-    env.update(TOOLSCOPE_HOME=str(home), LANG="C.UTF-8", DEEPSEEK_API_KEY=KEY, **extra)
+    env.update(TOOLSCOPE_HOME=str(home), LANG="C.UTF-8", DEEPSEEK_API_KEY=KEY)
+    env.update(extra)
     return subprocess.run(
         [str(TOOLSCOPE), *args], capture_output=True, text=True, encoding="utf-8", env=env, timeout=120
     )
