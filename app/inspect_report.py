@@ -50,12 +50,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         requests = session.view().requests
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
-    if session.torn is not None:
-        _warn(
-            _("{path}: the last line is incomplete (left by a crash) and was not read").format(
-                path=session.path
-            )
-        )
+    warn_if_torn(session)
     if args.request is not None and not 1 <= args.request <= len(requests):
         return _fail(
             ngettext(
@@ -86,6 +81,16 @@ def resolve_session(ref: str) -> Path:
     if path.is_file():
         return path
     raise SessionNotFoundError(ref)
+
+
+def warn_if_torn(session: Session) -> None:
+    """A torn last line (left by a crash) is skipped, not an error: say so on stderr."""
+    if session.torn is not None:
+        _warn(
+            _("{path}: the last line is incomplete (left by a crash) and was not read").format(
+                path=session.path
+            )
+        )
 
 
 def _chosen_routes(catalog: RouteCatalog, ids: Sequence[str] | None) -> list[Route]:

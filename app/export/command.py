@@ -27,8 +27,8 @@ from app.inspect_report import (
     EXIT_OK,
     EXIT_USAGE,
     _fail,
-    _warn,
     resolve_session,
+    warn_if_torn,
 )
 from app.llm.routes import RouteConfigError, load_catalog
 from app.paths import config_file
@@ -54,12 +54,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         view = session.view()
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
-    if session.torn is not None:
-        _warn(
-            _("{path}: the last line is incomplete (left by a crash) and was not read").format(
-                path=session.path
-            )
-        )
+    warn_if_torn(session)
     scrub = Scrubber.for_routes(routes)
     if args.format == "json":
         text = scrub.json(view_json(view))

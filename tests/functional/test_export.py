@@ -300,3 +300,15 @@ def test_the_headings_follow_the_chosen_language(home, session_path):
     assert "自上一个请求以来的工具变化：移除 `grep`" in text
     page = toolscope(home, "export", session_path.stem, "--format", "html", LANG="zh_CN.UTF-8").stdout
     assert '<html lang="zh-CN">' in page and "<h3>用户</h3>" in page
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning(home, session_path):
+    complete = export(home, session_path.stem, "json")
+    with session_path.open("a", encoding="utf-8") as handle:
+        handle.write('{"type": "user/message", "seq": 9')
+    result = toolscope(home, "export", session_path.stem, "--format", "json")
+    assert result.returncode == 0 and result.stdout == complete
+    assert result.stderr == (
+        f"toolscope: warning: {session_path}: the last line is incomplete (left by a crash) "
+        "and was not read\n"
+    )
