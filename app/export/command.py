@@ -36,7 +36,6 @@ from app.report.model import inspect_requests
 from app.session.errors import SessionError
 from app.session.session import Session
 
-FORMATS = ("md", "html", "json")
 FILE_MODE = 0o600
 
 

@@ -16,6 +16,7 @@ from app.agent.notices import instructions_notice, tool_change_notice
 from app.export.conversation import SequenceStart, walk
 from app.export.scrub import Scrubber
 from app.i18n import _, ngettext
+from app.llm.projection import describe_fallback
 from app.report.model import RequestReport, RouteReport
 from app.report.wording import (
     block_label,
@@ -26,7 +27,6 @@ from app.report.wording import (
     state_label,
     tool_change_line,
 )
-from app.llm.projection import describe_fallback
 from app.session.events import ToolRegistryUpdate
 from app.session.view import (
     AssistantItem,
