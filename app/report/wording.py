@@ -65,6 +65,8 @@ def tool_change_line(change: ToolChange, quote: Callable[[str], str] = str) -> s
     def names(items: tuple[str, ...]) -> str:
         return ", ".join(quote(name) for name in items)
 
+    if change.first and not change.tools:
+        return _("First request: no tools")
     if change.first:
         return ngettext(
             "First request: {count} tool ({names})",

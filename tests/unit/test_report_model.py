@@ -58,3 +58,18 @@ def test_only_request_n_still_diffs_against_the_request_before_it(tmp_path):
     (only,) = inspect_requests(requests, [CATALOG.get("offline/demo")], only=3)
     assert only.tool_change.added == ("time",)
     assert only.routes[0].body_diff()
+
+
+def test_the_one_line_answer_words_every_case():
+    from app.report.model import ToolChange
+    from app.report.wording import tool_change_line
+
+    assert tool_change_line(ToolChange(first=True, tools=())) == "First request: no tools"
+    assert tool_change_line(ToolChange(first=True, tools=("read",))) == "First request: 1 tool (read)"
+    assert tool_change_line(ToolChange(first=False, tools=("read",))) == (
+        "No tool change since the previous request"
+    )
+    change = ToolChange(first=False, tools=("a", "c"), added=("c",), removed=("b",), redefined=("a",))
+    assert tool_change_line(change, lambda name: f"<{name}>") == (
+        "Tools since the previous request: added <c>; removed <b>; redefined <a>"
+    )
