@@ -312,3 +312,24 @@ def test_a_torn_last_line_is_skipped_with_a_warning(home, session_path):
         f"toolscope: warning: {session_path}: the last line is incomplete (left by a crash) "
         "and was not read\n"
     )
+
+
+def test_compactions_and_new_sequences_are_shown(home):
+    from tests.support.builder import LogBuilder
+
+    log = LogBuilder("compacted")
+    log.simple_turn([tool("read")], "first")
+    log.start_turn("second")
+    log.start_step()
+    log.compaction("Earlier: the user said <first>.")
+    log.header_for([tool("read")], new_sequence=True)
+    log.assistant("fresh start")
+    log.end_step()
+    log.end_turn()
+    path = write_session(log, home / "sessions")
+    text = export(home, path.stem, "md")
+    assert "### Compaction (sequence 1)\n\n```text\nEarlier: the user said <first>.\n```" in text
+    assert "*New projection sequence 1*" in text
+    page = export(home, path.stem, "html")
+    assert "<h3>Compaction (sequence 1)</h3>\n<pre>Earlier: the user said &lt;first&gt;.</pre>" in page
+    assert '<p class="sequence"><em>New projection sequence 1</em></p>' in page
