@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app.agent.runtime import catalog_from
 from app.config import Config, ConfigError, load_config
 from app.export.html import render_html
 from app.export.markdown import render_markdown
@@ -30,7 +31,7 @@ from app.inspect_report import (
     resolve_session,
     warn_if_torn,
 )
-from app.llm.routes import RouteConfigError, load_catalog
+from app.llm.routes import RouteConfigError
 from app.paths import config_file
 from app.report.model import inspect_requests
 from app.session.errors import SessionError
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
     try:
         if config is None:
             config = load_config(config_file(getattr(args, "config", None)))
-        routes = list(load_catalog(config.routes))
+        routes = list(catalog_from(config))
     except (ConfigError, RouteConfigError) as error:
         return _fail(str(error), EXIT_USAGE)
     try:
