@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.llm.projection import Declaration, ProjectedRequest, UpdateBlock
+from app.llm.stream import is_json_object
 from app.session.view import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (it was compacted):\n\n"
@@ -139,11 +140,20 @@ def _assistant(item: AssistantItem) -> dict[str, Any]:
             {
                 "id": call.call_id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
+                "function": {"name": call.name, "arguments": _wire_arguments(call.arguments)},
             }
             for call in item.tool_calls
         ]
     return wire
+
+
+def _wire_arguments(arguments: str) -> str:
+    """A call's arguments as the history sends them: verbatim when a JSON object, else `{}`.
+
+    Arguments the output limit cut off (or that a model wrote broken) are kept in the log, and the
+    call's error result says what happened; servers that parse the history (vLLM's chat templates
+    do) would refuse the whole request over them. The anthropic-messages body does the same."""
+    return arguments if is_json_object(arguments) else "{}"
 
 
 def _settings(config: Mapping[str, Any]) -> dict[str, Any]:
