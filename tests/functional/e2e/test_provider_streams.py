@@ -235,3 +235,39 @@ def test_reasoning_from_the_reasoning_field_is_sent_back_as_reasoning_content(be
     _first, second = request_bodies(server)
     (assistant,) = [m for m in second["messages"] if m["role"] == "assistant"]
     assert assistant["reasoning_content"] == "Call the tool."
+
+
+def test_anthropic_server_tools_redacted_thinking_and_an_empty_json_fragment(bench: Workbench) -> None:
+    # Pings, padded JSON, redacted thinking, a server tool with its result between two texts, then a
+    # client call whose only fragment is "": only the client call runs, with `{}`.
+    events = [
+        message_start(),
+        {"type": "ping"},
+        block(0, {"type": "redacted_thinking", "data": "EqkECkYIBxgCKkA8"}),
+        block_stop(0),
+        block(1, {"type": "text", "text": ""}),
+        piece(1, type="text_delta", text="Searching. "),
+        block_stop(1),
+        block(2, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
+        piece(2, type="input_json_delta", partial_json='{"query": "weather"}'),
+        block_stop(2),
+        block(3, {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}),
+        block_stop(3),
+        block(4, {"type": "text", "text": ""}),
+        piece(4, type="citations_delta", citation={"type": "web_search_result_location", "url": "https://example.com"}),
+        piece(4, type="text_delta", text="Listing."),
+        block_stop(4),
+        block(5, {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}),
+        piece(5, type="input_json_delta", partial_json=""),
+        block_stop(5),
+        *message_end("tool_use"),
+    ]
+    body = b"".join(f"event: {p['type']}\ndata: {json.dumps(p, separators=(',', ':'))}{' ' * 7}\n\n".encode() for p in events)
+    result, server = run(turn(bench, ANTHROPIC, Reply(pieces=split_every(body, [29, 2, 97])), ANTHROPIC_DONE))
+    assert result.returncode == 0, result.stderr
+    text, reasoning, calls, finish = first_message(bench)
+    assert (text, reasoning, finish) == ("Searching. Listing.", "", "tool-calls")
+    assert [(c.call_id, c.name, c.arguments) for c in calls] == [("toolu_1", "list_dir", "{}")]
+    (logged,) = of_type(events_of(bench.only_session()), "tool/result")
+    assert logged.data.call_id == "toolu_1" and not logged.data.is_error
+    assert_valid_anthropic_body(request_bodies(server)[1])
