@@ -257,7 +257,7 @@ class StreamTranslator:
         held = self._held_high.pop(index, None)
         if held is not None:
             text = held + text
-        if not text.isascii() and _has_surrogate(text):
+        if _has_surrogate(text):
             if "\ud800" <= text[-1] <= "\udbff":
                 self._held_high[index] = text[-1]
                 text = text[:-1]
@@ -359,6 +359,12 @@ def clean_text(text: str) -> str:
     if not _has_surrogate(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def identity(value: object) -> str | None:
+    """A call's `id` or `name` as seed 004 takes it: only a non-empty string (surrogates repaired);
+    anything else is `None`, which keeps the established value."""
+    return clean_text(value) if value and type(value) is str else None
 
 
 def is_json_object(text: str) -> bool:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from app.i18n import _
 from app.llm.errors import MALFORMED_RESPONSE, Failure
 from app.llm.http import failure_from_error_payload
-from app.llm.stream import BlockKind, OpenToolCall, StreamEvent, StreamTranslator, UsageReport, clean_text
+from app.llm.stream import BlockKind, OpenToolCall, StreamEvent, StreamTranslator, UsageReport, identity
 
 _TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
 _FLOW_KINDS: dict[str, tuple[BlockKind, str, str]] = {
@@ -138,7 +138,7 @@ class AnthropicTranslator(StreamTranslator):
             self._blocks[wire_index] = flow
             self._flow_text(flow, block.get(flow.field), events)
         elif block_type == "tool_use":
-            call_id, name = _identity(block.get("id")), _identity(block.get("name"))
+            call_id, name = identity(block.get("id")), identity(block.get("name"))
             call = self._open_call(wire_index, call_id, name, events)
             start_input = block.get("input")
             if type(start_input) is dict and start_input:
@@ -217,10 +217,6 @@ def _block_index(payload: dict) -> int:
     if type(index) is not int:
         raise _Malformed(f"{payload.get('type')}.index")
     return index
-
-
-def _identity(value: object) -> str | None:
-    return clean_text(value) if value and type(value) is str else None
 
 
 def _malformed(member: str) -> Failure:

@@ -26,7 +26,7 @@ import json
 from app.i18n import _
 from app.llm.errors import MALFORMED_RESPONSE, SERVER, Failure
 from app.llm.http import failure_from_error_payload
-from app.llm.stream import OpenToolCall, StreamEvent, StreamTranslator, UsageReport, clean_text
+from app.llm.stream import OpenToolCall, StreamEvent, StreamTranslator, UsageReport, identity
 
 _decode = json.JSONDecoder().decode
 
@@ -115,7 +115,7 @@ class DeepSeekTranslator(StreamTranslator):
     def _feed_tool_call(self, position: int, fragment: object, events: list[StreamEvent]) -> None:
         if type(fragment) is not dict:
             raise _Malformed("tool_calls[]")
-        wire_index = fragment.get("index", position)
+        wire_index = fragment.get("index")
         if wire_index is None:
             wire_index = position  # Mistral's API sends no `index`: the array position is the call
         elif type(wire_index) is not int:
@@ -128,8 +128,8 @@ class DeepSeekTranslator(StreamTranslator):
             arguments = function.get("arguments")
         else:
             raise _Malformed("tool_calls[].function")
-        call_id = _identity(fragment.get("id"))
-        name = _identity(name)
+        call_id = identity(fragment.get("id"))
+        name = identity(name)
         call = self._calls_by_wire_index.get(wire_index)
         if call is None:
             if call_id is None and name is None and not (arguments and type(arguments) is str):
@@ -152,13 +152,13 @@ class DeepSeekTranslator(StreamTranslator):
 
 
 def _reasoning_of(delta: dict) -> str | None:
-    """The delta's reasoning text, from the first field that carries it as a string: DeepSeek's
+    """The delta's reasoning text, from the first field that carries some: DeepSeek's
     `reasoning_content`, then `reasoning` (Groq, OpenRouter, vLLM), then the text entries of
     OpenRouter's `reasoning_details`. One field only, because OpenRouter sends the same text in
     `reasoning` and `reasoning_details` (and some vLLM versions in both `reasoning*` fields)."""
     for name in ("reasoning_content", "reasoning"):
         text = delta.get(name)
-        if type(text) is str:
+        if text and type(text) is str:
             return text
     details = delta.get("reasoning_details")
     if type(details) is not list:
@@ -171,11 +171,6 @@ def _reasoning_of(delta: dict) -> str | None:
             if text and type(text) is str:
                 texts.append(text)
     return "".join(texts)
-
-
-def _identity(value: object) -> str | None:
-    """A call's `id` or `name` only when a non-empty string (seed 004); surrogates repaired."""
-    return clean_text(value) if value and type(value) is str else None
 
 
 def _malformed(member: str) -> Failure:

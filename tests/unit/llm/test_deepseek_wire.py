@@ -66,7 +66,7 @@ def typed_reading(model: WireChunk) -> tuple[list[tuple[str, str]], list[tuple[s
     for choice in model.choices or []:
         if choice.index != 0 or choice.delta is None:
             continue
-        reasoning = choice.delta.reasoning_content if choice.delta.reasoning_content is not None else choice.delta.reasoning
+        reasoning = choice.delta.reasoning_content or choice.delta.reasoning
         if reasoning:
             deltas.append(("reasoning", reasoning))
         if choice.delta.content:
