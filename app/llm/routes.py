@@ -22,6 +22,9 @@ from app.llm.errors import DEFAULT_RETRYABLE, FAILURE_CODES
 Dialect = Literal["deepseek-chat", "anthropic-messages", "openai-sdk", "offline"]
 ToolUpdateMode = Literal["none", "addition-only", "in-history"]
 SystemPromptMode = Literal["top", "in-history"]
+ReasoningHistory = Literal["reasoning_content", "reasoning", "none"]
+"""Where a chat-completions history carries past reasoning back: DeepSeek's thinking-mode tool loops
+require `reasoning_content`; OpenRouter and vLLM read `reasoning`; Groq refuses both (400)."""
 
 DEFAULT_TOOL_UPDATE_BETA = "mid-conversation-tool-changes-2026-07-01"
 DEFAULT_BETA_HEADER = "anthropic-beta"
@@ -56,6 +59,7 @@ class Route(BaseModel):
     retryable: tuple[str, ...] = tuple(sorted(DEFAULT_RETRYABLE))
     idle_timeout: float = Field(default=120.0, gt=0)
     request_timeout: float = Field(default=600.0, gt=0)  # all of one request, however lively
+    reasoning_history: ReasoningHistory = "reasoning_content"
 
     @model_validator(mode="after")
     def _openai_sdk_declares_no_mode(self) -> Route:
@@ -412,4 +416,5 @@ _CHECKS: dict[str, ValueCheck] = {
     "retryable": _failure_codes,
     "idle_timeout": _positive_number,
     "request_timeout": _positive_number,
+    "reasoning_history": _one_of(get_args(ReasoningHistory)),
 }
