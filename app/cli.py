@@ -279,27 +279,15 @@ def _sessions(options: argparse.Namespace, config: Config | None) -> int:
 
 
 def _session_row(summary: SessionSummary) -> list[str]:
-    import time
+    from app.display import human_size, local_time, session_problem_text
 
     if summary.problem is not None:
-        return [summary.id, "-", _problem_text(summary.problem), "-", _human_size(summary.size)]
-    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(summary.created_at / 1000))
+        return [summary.id, "-", session_problem_text(summary.problem), "-", human_size(summary.size)]
     from app.terminal import printable
 
     title = printable(summary.title)
-    return [summary.id, created, title, str(summary.events), _human_size(summary.size)]
-
-
-def _problem_text(problem: str) -> str:
-    from app.i18n import _
-    from app.session import listing
-
-    reasons = {
-        listing.EMPTY: _("(unreadable: empty file)"),
-        listing.UNSUPPORTED_VERSION: _("(unreadable: unsupported format version)"),
-        listing.INVALID_HEADER: _("(unreadable: not a session log)"),
-    }
-    return reasons[problem]
+    created = local_time(summary.created_at) if summary.created_at is not None else "-"
+    return [summary.id, created, title, str(summary.events), human_size(summary.size)]
 
 
 def _print_sessions_json(summaries: list[SessionSummary]) -> None:
@@ -408,19 +396,6 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], 
 
 
 # --- output helpers ----------------------------------------------------------------------------
-
-
-def _human_size(size: int) -> str:
-    from app.i18n import _, ngettext
-
-    if size < 1024:
-        return ngettext("{count} byte", "{count} bytes", size).format(count=size)
-    value, unit = size / 1024, "KiB"
-    for larger in ("MiB", "GiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, larger
-    return _("{value:.1f} {unit}").format(value=value, unit=unit)
 
 
 def _width(text: str) -> int:

@@ -1,0 +1,83 @@
+"""The route picker (`/route`, the palette): every route of the catalog with its dialect, model,
+tool-update mode and whether its key is set — never the key itself. Dismisses with the chosen
+route id, or None. Switching routes mid-session is a header change (DESIGN §3); the app does it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+
+from app.i18n import _
+from app.llm.routes import Route, RouteCatalog
+from app.terminal import printable
+from app.ui.screens.picker import PickerColumn, PickerRow, PickerScreen
+
+CURRENT_MARK = "●"
+
+
+def key_state(route: Route) -> tuple[str, bool]:
+    """Whether the route can authenticate (set, not set, or no key needed) and whether a key it
+    needs is missing; never the key itself."""
+    if route.api_key_env is None:
+        return _("not needed"), False
+    if os.environ.get(route.api_key_env, "").strip():
+        return _("set"), False
+    return _("not set"), True
+
+
+class RoutePickerScreen(PickerScreen):
+    CSS_PATH: ClassVar[str | list[str]] = ["picker.tcss", "route_picker.tcss"]
+
+    def __init__(self, catalog: RouteCatalog, current: str) -> None:
+        super().__init__([self._row(route, route.id == current) for route in catalog], current)
+
+    def heading(self) -> str:
+        return _("Switch route")
+
+    def columns(self) -> Sequence[PickerColumn]:
+        return (
+            PickerColumn(_("Route")),
+            PickerColumn(_("Dialect")),
+            PickerColumn(_("Model")),
+            PickerColumn(_("Tool updates")),
+            PickerColumn(_("Key")),
+        )
+
+    def empty_text(self) -> str:
+        return _("No routes are configured.")
+
+    @staticmethod
+    def _row(route: Route, current: bool) -> PickerRow:
+        # Routes come from the trusted config, but a pasted id or model may still hold a control
+        # character: shown through the one printable path, as plain Text (no markup).
+        route_id, model, label = printable(route.id), printable(route.model), printable(route.display_label)
+        key, missing = key_state(route)
+        detail = Text(label, style="bold")
+        detail.append(" · ")
+        detail.append(printable(route.base_url))
+        if route.api_key_env is not None:
+            detail.append(" · ")
+            detail.append(
+                _("key from {variable}: {state}").format(variable=route.api_key_env, state=key)
+            )
+        if current:
+            detail.append(" · ")
+            detail.append(_("current route"), style="italic")
+        return PickerRow(
+            key=route.id,
+            cells=(
+                Text.assemble(
+                    (f"{CURRENT_MARK} " if current else "  ", "bold green"),
+                    (route_id, "bold" if current else ""),
+                ),
+                Text(route.dialect),
+                Text(model),
+                Text(route.tool_update),
+                Text(key, style="yellow" if missing else ""),
+            ),
+            search_text=" ".join((route_id, route.dialect, model, route.tool_update, label)).lower(),
+            detail=detail,
+        )
