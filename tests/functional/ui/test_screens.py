@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,10 +17,12 @@ from typing import Any
 
 import anyio
 import pytest
+from rich.text import Text
 from textual.app import App
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import Checkbox, DataTable, Input
+from textual.widgets import DataTable, Input, Static
 
 from app.i18n import set_language
 from app.llm.routes import load_catalog
@@ -31,7 +34,7 @@ from app.tools.registry import ServerState, ToolRegistry
 from app.ui.commands import SCREEN_COMMANDS
 from app.ui.screens.route_picker import RoutePickerScreen
 from app.ui.screens.session_picker import SessionPickerScreen
-from app.ui.screens.tools import SourcePanel, ToolsScreen
+from app.ui.screens.tools import SourceSwitch, ToolsScreen
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -101,13 +104,8 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], seconds: fl
             await pilot.pause(0.02)
 
 
-def panel(app: App[Any], title_part: str) -> SourcePanel:
-    return next(p for p in app.screen.query(SourcePanel) if title_part in str(p.query_one(Checkbox).label))
-
-
-def screen_text(app: App[Any]) -> str:
-    """Everything on the terminal now, as plain text."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_update(full=True).strips)  # type: ignore[union-attr]
+def text_of(app: App[Any], selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).content)
 
 
 # --- fixed content --------------------------------------------------------------------------------
@@ -196,3 +194,244 @@ def test_session_picker_snapshot_in_chinese(snap_compare, utc: None, chinese: No
 def test_tools_screen_snapshot_in_chinese(snap_compare, tmp_path: Path, chinese: None) -> None:
     registry = make_registry(tmp_path)
     assert snap_compare(Host(lambda: ToolsScreen(registry), registry), terminal_size=(100, 40))
+
+
+# --- the tools screen -----------------------------------------------------------------------------
+
+
+def switch_of(app: App[Any], title: str) -> SourceSwitch:
+    return next(
+        switch for switch in app.screen.query(SourceSwitch) if str(switch.label) == title
+    )
+
+
+def panel_text(app: App[Any], title: str) -> str:
+    """The state, reasons and tools a source's panel shows, as plain text."""
+    panel = switch_of(app, title).ancestors_with_self[2]
+    return "\n".join(str(static.content) for static in panel.query(Static))
+
+
+@pytest.mark.anyio
+async def test_a_plugin_switched_on_by_keyboard_and_off_by_mouse_changes_the_registry(tmp_path: Path) -> None:
+    registry = make_registry(tmp_path)
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "calculate" not in names(registry)
+        assert app.focused is switch_of(app, "Clock")  # the first switch that can change
+
+        await pilot.press("down", "space")
+        assert app.focused is switch_of(app, "Calculator")
+        assert names(registry)[-1] == "calculate"
+        assert "plugin · on" in panel_text(app, "Calculator")
+
+        await pilot.click(switch_of(app, "Clock"))
+        assert not {"current_time", "convert_time"} & set(names(registry))
+        assert switch_of(app, "Clock").value is False
+        assert "plugin · off" in panel_text(app, "Clock")
+
+
+@pytest.mark.anyio
+async def test_the_screen_follows_changes_made_elsewhere_even_from_another_thread(tmp_path: Path) -> None:
+    registry = make_registry(tmp_path)
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert switch_of(app, "Calculator").value is False
+        changer = threading.Thread(target=registry.enable_plugin, args=("calculator",))
+        changer.start()
+        changer.join()
+        await wait_for(pilot, lambda: switch_of(app, "Calculator").value)
+        assert "plugin · on" in panel_text(app, "Calculator")
+        assert text_of(app, "#tools-summary") == "8 tools are on."
+        # The screen's own switch did not echo the change back into the registry.
+        assert names(registry).count("calculate") == 1
+
+
+@pytest.mark.anyio
+async def test_an_mcp_server_switched_off_loses_its_tools_and_on_gets_them_back(tmp_path: Path) -> None:
+    registry = make_registry(tmp_path, mcp_server("lab", "tools_server.py"))
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert [name for name in names(registry) if name.startswith("lab__")] == LAB_TOOLS
+        assert "MCP server · running" in panel_text(app, "lab")
+
+        await pilot.click(switch_of(app, "lab"))
+        await wait_for(pilot, lambda: registry.mcp_servers()[0].state is ServerState.STOPPED)
+        await wait_for(pilot, lambda: "MCP server · off" in panel_text(app, "lab"))
+        assert not [name for name in names(registry) if name.startswith("lab__")]
+        assert "no tools" in panel_text(app, "lab")
+
+        switch_of(app, "lab").focus()
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "MCP server · running" in panel_text(app, "lab"))
+        assert [name for name in names(registry) if name.startswith("lab__")] == LAB_TOOLS
+        assert switch_of(app, "lab").value is True
+
+
+@pytest.mark.anyio
+async def test_a_failing_mcp_server_shows_why_and_tools_text_stays_literal(tmp_path: Path) -> None:
+    registry = make_registry(tmp_path, mcp_server("broken", "crash_at_start.py"))
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = panel_text(app, "broken")
+        assert "MCP server · failed" in text
+        assert "MCP server “broken” could not start." in text
+        assert "stderr: fatal: cannot open the configuration file" in text
+        assert switch_of(app, "broken").value is False
+
+
+@pytest.mark.anyio
+async def test_escape_closes_the_tools_screen_with_none(tmp_path: Path) -> None:
+    registry = make_registry(tmp_path)
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("escape")
+        assert app.results == [None]
+        assert not isinstance(app.screen, ToolsScreen)
+
+
+# --- the pickers ----------------------------------------------------------------------------------
+
+
+def visible_keys(app: App[Any]) -> list[str]:
+    table = app.screen.query_one("#picker-table", DataTable)
+    return [str(row.key.value) for row in table.ordered_rows]
+
+
+@pytest.mark.anyio
+async def test_filtering_the_session_picker_and_choosing_returns_the_path(utc: None) -> None:
+    sessions = summaries()
+    app = Host(lambda: SessionPickerScreen(sessions))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert visible_keys(app) == [summary.path for summary in sessions]
+
+        await pilot.press(*"release")  # by title
+        assert visible_keys(app) == [sessions[1].path]
+        await pilot.press(*" notes")  # every word must match
+        assert visible_keys(app) == [sessions[1].path]
+        await pilot.press(*" zzz")
+        assert visible_keys(app) == []
+        assert text_of(app, "#picker-empty") == "No match."
+
+        app.screen.query_one("#picker-filter", Input).value = "a5b5"  # by id
+        await pilot.pause()
+        assert visible_keys(app) == [sessions[5].path]
+        await pilot.press("enter")
+        assert app.results == [sessions[5].path]
+
+
+@pytest.mark.anyio
+async def test_session_picker_arrows_move_from_the_filter_and_a_click_chooses(utc: None) -> None:
+    sessions = summaries()
+    app = Host(lambda: SessionPickerScreen(sessions))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "down")
+        assert sessions[2].id in text_of(app, "#picker-detail")
+        await pilot.press("enter")
+        assert app.results == [sessions[2].path]
+
+    app = Host(lambda: SessionPickerScreen(sessions))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#picker-table", DataTable)
+        second_row = (3, 2)  # below the header, past the first row; offsets inside the table
+        await pilot.click(table, offset=second_row)  # the first click highlights
+        assert app.results == []
+        assert sessions[1].id in text_of(app, "#picker-detail")
+        await pilot.click(table, offset=second_row)  # a click on the highlighted row chooses
+        assert app.results == [sessions[1].path]
+
+
+@pytest.mark.anyio
+async def test_session_titles_are_shown_literally() -> None:
+    app = Host(lambda: SessionPickerScreen(summaries()))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#picker-table", DataTable)
+        title = table.get_row_at(2)[0]
+        assert isinstance(title, Text) and not title.spans  # plain text: no markup was applied
+        assert title.plain == "[bold]markup[/bold] stays literal and no escapes"
+
+
+@pytest.mark.anyio
+async def test_an_empty_session_list_says_so_and_enter_does_nothing() -> None:
+    app = Host(lambda: SessionPickerScreen([]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert text_of(app, "#picker-empty") == "No sessions yet."
+        await pilot.press("enter")
+        assert app.results == []
+        await pilot.press("escape")
+        assert app.results == [None]
+
+
+@pytest.mark.anyio
+async def test_choosing_a_route_returns_its_id_and_never_shows_a_key(keys: str) -> None:
+    app = Host(lambda: RoutePickerScreen(load_catalog(), "offline/demo"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#picker-table", DataTable)
+        cells = [table.get_row_at(index) for index in range(table.row_count)]
+        shown = "\n".join(str(cell) for row in cells for cell in row) + text_of(app, "#picker-detail")
+        assert keys not in shown
+        assert str(cells[-1][0]).startswith("●")  # the current route is marked and highlighted
+        assert text_of(app, "#picker-detail").startswith("Offline demo model")
+
+        await pilot.press(*"anthropic deepseek")  # route id, dialect, model and label all match
+        assert visible_keys(app) == ["anthropic/deepseek"]
+        assert "key from DEEPSEEK_API_KEY: not set" in text_of(app, "#picker-detail")
+        await pilot.press("enter")
+        assert app.results == ["anthropic/deepseek"]
+
+
+@pytest.mark.anyio
+async def test_escape_or_a_click_outside_closes_the_route_picker_with_none() -> None:
+    for close in ("escape", "click outside"):
+        app = Host(lambda: RoutePickerScreen(load_catalog(), "offline/demo"))
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            if close == "escape":
+                await pilot.press("escape")
+            else:
+                await pilot.click(offset=(0, 0))
+            assert app.results == [None]
+
+
+# --- the command palette --------------------------------------------------------------------------
+
+
+def palette_hits(app: App[Any]) -> int:
+    lists = app.screen.query(CommandList)
+    return lists.first().option_count if lists else 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("query", "action"),
+    [("tools", "open_tools"), ("switch route", "pick_route"), ("resume", "pick_session")],
+)
+async def test_each_palette_command_runs_its_app_action(query: str, action: str) -> None:
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*query)
+        await wait_for(pilot, lambda: palette_hits(app) > 0)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.actions == [action])
+
+
+@pytest.mark.anyio
+async def test_the_palette_lists_the_screen_commands_in_chinese(chinese: None) -> None:
+    app = Host()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        app.screen.query_one(Input).insert_text_at_cursor("工具")  # the title is translated
+        await wait_for(pilot, lambda: palette_hits(app) > 0)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.actions == ["open_tools"])
