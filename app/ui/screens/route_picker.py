@@ -4,7 +4,6 @@ route id, or None. Switching routes mid-session is a header change (DESIGN §3);
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -18,14 +17,8 @@ from app.ui.screens.picker import PickerColumn, PickerRow, PickerScreen
 CURRENT_MARK = "●"
 
 
-def key_state(route: Route) -> tuple[str, bool]:
-    """Whether the route can authenticate (set, not set, or no key needed) and whether a key it
-    needs is missing; never the key itself."""
-    if route.api_key_env is None:
-        return _("not needed"), False
-    if os.environ.get(route.api_key_env, "").strip():
-        return _("set"), False
-    return _("not set"), True
+def key_text(route: Route) -> str:
+    return {"set": _("set"), "missing": _("missing"), "not-needed": _("not needed")}[route.key_state()]
 
 
 class RoutePickerScreen(PickerScreen):
@@ -43,7 +36,7 @@ class RoutePickerScreen(PickerScreen):
             PickerColumn(_("Dialect")),
             PickerColumn(_("Model")),
             PickerColumn(_("Tool updates")),
-            PickerColumn(_("Key")),
+            PickerColumn(_("API key")),
         )
 
     def empty_text(self) -> str:
@@ -54,7 +47,7 @@ class RoutePickerScreen(PickerScreen):
         # Routes come from the trusted config, but a pasted id or model may still hold a control
         # character: shown through the one printable path, as plain Text (no markup).
         route_id, model, label = printable(route.id), printable(route.model), printable(route.display_label)
-        key, missing = key_state(route)
+        key = key_text(route)
         detail = Text(label, style="bold")
         detail.append(" · ")
         detail.append(printable(route.base_url))
@@ -76,7 +69,7 @@ class RoutePickerScreen(PickerScreen):
                 Text(route.dialect),
                 Text(model),
                 Text(route.tool_update),
-                Text(key, style="yellow" if missing else ""),
+                Text(key, style="yellow" if route.key_state() == "missing" else ""),
             ),
             search_text=" ".join((route_id, route.dialect, model, route.tool_update, label)).lower(),
             detail=detail,

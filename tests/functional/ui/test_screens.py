@@ -28,7 +28,7 @@ from app.i18n import set_language
 from app.llm.routes import load_catalog
 from app.session.listing import SessionSummary
 from app.tools.builtins import Workspace, builtin_tools
-from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, mcp_tool_name
+from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, RestartPolicy, mcp_tool_name
 from app.tools.plugins import available_plugins
 from app.tools.registry import ServerState, ToolRegistry
 from app.ui.commands import SCREEN_COMMANDS
@@ -80,8 +80,8 @@ class Host(App[None]):
         self.actions.append("pick_session")
 
 
-def mcp_server(name: str, script: str) -> McpServerSource:
-    spec = McpServerSpec(name, sys.executable, [str(SERVERS / script)])
+def mcp_server(name: str, script: str, *args: str) -> McpServerSource:
+    spec = McpServerSpec(name, sys.executable, [str(SERVERS / script), *args])
     return McpServerSource(spec, timeouts=McpTimeouts(request=15, call=10))
 
 
@@ -209,6 +209,12 @@ def panel_text(app: App[Any], title: str) -> str:
     """The state, reasons and tools a source's panel shows, as plain text."""
     panel = switch_of(app, title).ancestors_with_self[2]
     return "\n".join(str(static.content) for static in panel.query(Static))
+
+
+def panel_content(app: App[Any], title: str, part: str) -> Text:
+    content = switch_of(app, title).ancestors_with_self[2].query_one(part, Static).content
+    assert isinstance(content, Text)
+    return content
 
 
 @pytest.mark.anyio
@@ -385,7 +391,7 @@ async def test_choosing_a_route_returns_its_id_and_never_shows_a_key(keys: str) 
 
         await pilot.press(*"anthropic deepseek")  # route id, dialect, model and label all match
         assert visible_keys(app) == ["anthropic/deepseek"]
-        assert "key from DEEPSEEK_API_KEY: not set" in text_of(app, "#picker-detail")
+        assert "key from DEEPSEEK_API_KEY: missing" in text_of(app, "#picker-detail")
         await pilot.press("enter")
         assert app.results == ["anthropic/deepseek"]
 
@@ -435,3 +441,39 @@ async def test_the_palette_lists_the_screen_commands_in_chinese(chinese: None) -
         await wait_for(pilot, lambda: palette_hits(app) > 0)
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.actions == ["open_tools"])
+
+
+@pytest.mark.anyio
+async def test_text_from_mcp_servers_is_shown_literally_without_escape_sequences(tmp_path: Path) -> None:
+    registry = make_registry(
+        tmp_path,
+        mcp_server("hostile", "hostile_server.py"),
+        mcp_server("worse", "hostile_server.py", "--fail"),
+    )
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        description = panel_content(app, "hostile", ".source-tools")
+        assert description.plain == "hostile__styled  [link=https://evil.example]click[/link] cleared done"
+        assert [span.style for span in description.spans] == ["bold"]  # the name; no markup applied
+        reasons = panel_content(app, "worse", ".source-reasons")
+        assert "stderr: [bold red]boom[/bold red] red over" in reasons.plain
+        assert not reasons.spans
+        assert "\x1b" not in panel_text(app, "hostile") + panel_text(app, "worse")
+
+
+@pytest.mark.anyio
+async def test_a_restarting_mcp_server_says_so_and_can_be_switched_off(tmp_path: Path) -> None:
+    spec = McpServerSpec("flaky", sys.executable, [str(SERVERS / "crash_at_start.py")], restart=True)
+    policy = RestartPolicy(max_attempts=2, initial_delay=300, max_delay=300)
+    registry = make_registry(tmp_path, McpServerSource(spec, restart_policy=policy))
+    app = Host(lambda: ToolsScreen(registry), registry)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "MCP server · restarting" in panel_text(app, "flaky"))
+        text = panel_text(app, "flaky")
+        assert "Restarting MCP server “flaky” in 300.0 s (attempt 1 of 2)." in text
+        assert switch_of(app, "flaky").value is True  # it is on: it will come back by itself
+
+        await pilot.click(switch_of(app, "flaky"))
+        await wait_for(pilot, lambda: "MCP server · off" in panel_text(app, "flaky"))
+        assert "Restarting" not in panel_text(app, "flaky")  # the user's switch is the news now
