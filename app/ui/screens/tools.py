@@ -123,8 +123,10 @@ class ToolsScreen(ClosableModal[None]):
 
     CSS_PATH = "tools.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down", "app.focus_next", show=False),
-        Binding("up", "app.focus_previous", show=False),
+        # Priority: the scrolling list would take the arrows for itself; moving between switches
+        # scrolls the focused one into view anyway.
+        Binding("down", "app.focus_next", show=False, priority=True),
+        Binding("up", "app.focus_previous", show=False, priority=True),
     ]
 
     def __init__(self, registry: ToolRegistry) -> None:
@@ -141,7 +143,7 @@ class ToolsScreen(ClosableModal[None]):
         with Vertical(id="tools-dialog"):
             yield Static(_("Tools"), id="tools-title")
             yield Static(id="tools-summary")
-            with VerticalScroll(id="tools-sources"):
+            with VerticalScroll(id="tools-sources", can_focus=False):
                 yield SourcePanel(SourceKind.BUILTIN, "", 0)
                 sources = [(SourceKind.PLUGIN, plugin.name) for plugin in self.registry.plugins()]
                 sources += [(SourceKind.SERVER, server.name) for server in self.registry.mcp_servers()]
