@@ -20,62 +20,46 @@ from typing import Any, ClassVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from app.i18n import _
+from app.i18n import N_, _
 
 
 class _ActionCommand(Provider):
-    """One palette command: its title, its help, and the App action it runs."""
+    """One palette command: the App action it runs, its title and help (translated when shown)."""
 
     action: ClassVar[str]
-
-    def title(self) -> str:
-        raise NotImplementedError
-
-    def help(self) -> str:
-        raise NotImplementedError
+    title: ClassVar[str]  # marked with N_
+    help_text: ClassVar[str]  # marked with N_
 
     def _command(self) -> Callable[[], Any]:
         return getattr(self.app, f"action_{self.action}")
 
     async def discover(self) -> Hits:
-        yield DiscoveryHit(self.title(), self._command(), help=self.help())
+        yield DiscoveryHit(_(self.title), self._command(), help=_(self.help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        title = self.title()
+        title = _(self.title)
         score = matcher.match(title)
         if score > 0:
-            yield Hit(score, matcher.highlight(title), self._command(), text=title, help=self.help())
+            yield Hit(score, matcher.highlight(title), self._command(), text=title, help=_(self.help_text))
 
 
 class ToolsCommand(_ActionCommand):
     action = "open_tools"
-
-    def title(self) -> str:
-        return _("Tools: switch plugins and MCP servers")
-
-    def help(self) -> str:
-        return _("Every tool source with its tools and state; switch plugins and servers on or off.")
+    title = N_("Tools: switch plugins and MCP servers")
+    help_text = N_("Every tool source with its tools and state; switch plugins and servers on or off.")
 
 
 class RouteCommand(_ActionCommand):
     action = "pick_route"
-
-    def title(self) -> str:
-        return _("Switch route")
-
-    def help(self) -> str:
-        return _("Choose the provider route for the next request.")
+    title = N_("Switch route")
+    help_text = N_("Choose the provider route for the next request.")
 
 
 class SessionCommand(_ActionCommand):
     action = "pick_session"
-
-    def title(self) -> str:
-        return _("Resume a session")
-
-    def help(self) -> str:
-        return _("Choose an earlier session to continue.")
+    title = N_("Resume a session")
+    help_text = N_("Choose an earlier session to continue.")
 
 
 SCREEN_COMMANDS: frozenset[type[Provider]] = frozenset({ToolsCommand, RouteCommand, SessionCommand})

@@ -9,30 +9,42 @@ the screen with that row's `key`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import zip_longest
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
+from rich.console import JustifyMethod
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from app.i18n import _
+from app.i18n import _, ngettext
 from app.ui.screens.modal import ClosableModal
+
+
+MAX_SHOWN = 200
+"""Rows in the table at once: a Textual table measures every row it holds, so thousands of sessions
+would take seconds to show; the filter still searches them all."""
 
 
 @dataclass(frozen=True)
 class PickerRow:
-    """One choice: its result, its cells, the text the filter searches, and its detail line."""
+    """One choice: its result, its cells (plain, printable text, shown literally), the text the
+    filter searches, how to make its detail line, and optional per-cell styles. Cells and details
+    become `Text` only when shown: thousands of rows cost nothing until then."""
 
     key: str
-    cells: tuple[str | Text, ...]
+    cells: tuple[str, ...]
     search_text: str
-    detail: Text
+    detail: Callable[[], Text]
+    styles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,17 @@ class PickerColumn:
     label: str
     flexible: bool = False
     min_width: int = 12
+    justify: JustifyMethod = "left"
+
+
+class PickerTable(DataTable[Text]):
+    """The picker's table; says when its width changes, so the flexible column can follow."""
+
+    class Resized(Message):
+        pass
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
 
 
 class PickerScreen(ClosableModal[str]):
@@ -59,6 +82,7 @@ class PickerScreen(ClosableModal[str]):
     def __init__(self, rows: Sequence[PickerRow], selected: str | None = None) -> None:
         super().__init__()
         self._rows = tuple(rows)
+        self._rows_by_key = {row.key: row for row in self._rows}
         self._selected = selected
 
     # --- what subclasses provide
@@ -79,8 +103,9 @@ class PickerScreen(ClosableModal[str]):
         with Vertical(id="picker-dialog"):
             yield Static(self.heading(), id="picker-title")
             yield Input(placeholder=_("Type to filter"), id="picker-filter")
-            yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
+            yield PickerTable(id="picker-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="picker-empty")
+            yield Static(id="picker-more")
             yield Static(id="picker-detail")
             yield Static(
                 _("Type to filter · ↑↓ move · Enter choose · Esc close"), id="picker-hint"
@@ -90,16 +115,17 @@ class PickerScreen(ClosableModal[str]):
         self._show_matching()
         self.query_one("#picker-filter", Input).focus()
 
-    def on_resize(self) -> None:
-        # The table's width is known once it is laid out at the new size.
-        self.call_after_refresh(self._show_matching)
+    @cached_property
+    def _natural_widths(self) -> list[int]:
+        """Each column's widest cell over every row, so the columns do not jump as rows filter."""
+        return [
+            max([cell_len(column.label), *(cell_len(row.cells[index]) for row in self._rows)])
+            for index, column in enumerate(self.columns())
+        ]
 
     def _column_widths(self, table: DataTable[Any]) -> list[int]:
+        widths = list(self._natural_widths)
         columns = self.columns()
-        widths = [
-            max([cell_len(column.label), *(_cell_width(row.cells[index]) for row in self._rows)])
-            for index, column in enumerate(columns)
-        ]
         for index, column in enumerate(columns):
             if column.flexible:
                 others = sum(widths) - widths[index]
@@ -112,11 +138,22 @@ class PickerScreen(ClosableModal[str]):
     # --- filtering
 
     @on(Input.Changed, "#picker-filter")
+    @on(PickerTable.Resized)
     def _show_matching(self) -> None:
         words = self.query_one("#picker-filter", Input).value.lower().split()
         self._show([row for row in self._rows if all(word in row.search_text for word in words)])
 
-    def _show(self, rows: Sequence[PickerRow]) -> None:
+    def _show(self, matching: Sequence[PickerRow]) -> None:
+        rows = matching[:MAX_SHOWN]
+        more = self.query_one("#picker-more", Static)
+        more.display = len(matching) > len(rows)
+        more.update(
+            ngettext(
+                "Showing the first {shown} of {count} match; type to narrow the list.",
+                "Showing the first {shown} of {count} matches; type to narrow the list.",
+                len(matching),
+            ).format(shown=len(rows), count=len(matching))
+        )
         table = self.query_one("#picker-table", DataTable)
         highlighted = self._highlighted_key() or self._selected
         table.clear(columns=True)
@@ -124,7 +161,7 @@ class PickerScreen(ClosableModal[str]):
         for column, width in zip(self.columns(), widths):
             table.add_column(column.label, width=width)
         for row in rows:
-            table.add_row(*row.cells, key=row.key)
+            table.add_row(*self._cells(row), key=row.key)
         keys = [row.key for row in rows]
         if highlighted in keys:
             table.move_cursor(row=keys.index(highlighted), animate=False)
@@ -133,6 +170,13 @@ class PickerScreen(ClosableModal[str]):
         if not rows:
             empty.update(self.empty_text() if not self._rows else _("No match."))
         self._show_detail()
+
+    def _cells(self, row: PickerRow) -> list[Text]:
+        # Text, never str: a table reads a str cell as markup.
+        return [
+            Text(cell, style=style, justify=column.justify, no_wrap=True, overflow="ellipsis")
+            for cell, style, column in zip_longest(row.cells, row.styles, self.columns(), fillvalue="")
+        ]
 
     # --- moving and choosing
 
@@ -146,8 +190,8 @@ class PickerScreen(ClosableModal[str]):
     @on(DataTable.RowHighlighted, "#picker-table")
     def _show_detail(self) -> None:
         key = self._highlighted_key()
-        detail = next((row.detail for row in self._rows if row.key == key), Text())
-        self.query_one("#picker-detail", Static).update(detail)
+        row = self._rows_by_key.get(key) if key is not None else None
+        self.query_one("#picker-detail", Static).update(row.detail() if row is not None else Text())
 
     def action_move(self, rows: int) -> None:
         table = self.query_one("#picker-table", DataTable)
@@ -165,6 +209,3 @@ class PickerScreen(ClosableModal[str]):
     def _choose_row(self, event: DataTable.RowSelected) -> None:
         self.dismiss(event.row_key.value)
 
-
-def _cell_width(cell: str | Text) -> int:
-    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)

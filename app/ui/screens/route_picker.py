@@ -5,6 +5,7 @@ route id, or None. Switching routes mid-session is a header change (DESIGN §3);
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -48,29 +49,31 @@ class RoutePickerScreen(PickerScreen):
         # character: shown through the one printable path, as plain Text (no markup).
         route_id, model, label = printable(route.id), printable(route.model), printable(route.display_label)
         key = key_text(route)
-        detail = Text(label, style="bold")
-        detail.append(" · ")
-        detail.append(printable(route.base_url))
-        if route.api_key_env is not None:
-            detail.append(" · ")
-            detail.append(
-                _("key from {variable}: {state}").format(variable=route.api_key_env, state=key)
-            )
-        if current:
-            detail.append(" · ")
-            detail.append(_("current route"), style="italic")
         return PickerRow(
             key=route.id,
             cells=(
-                Text.assemble(
-                    (f"{CURRENT_MARK} " if current else "  ", "bold green"),
-                    (route_id, "bold" if current else ""),
-                ),
-                Text(route.dialect),
-                Text(model),
-                Text(route.tool_update),
-                Text(key, style="yellow" if route.key_state() == "missing" else ""),
+                f"{CURRENT_MARK} {route_id}" if current else f"  {route_id}",
+                route.dialect,
+                model,
+                route.tool_update,
+                key,
             ),
+            styles=("bold" if current else "", "", "", "", "yellow" if route.key_state() == "missing" else ""),
             search_text=" ".join((route_id, route.dialect, model, route.tool_update, label)).lower(),
-            detail=detail,
+            detail=partial(_detail, route, current),
         )
+
+
+def _detail(route: Route, current: bool) -> Text:
+    detail = Text(printable(route.display_label), style="bold")
+    detail.append(" · ")
+    detail.append(printable(route.base_url))
+    if route.api_key_env is not None:
+        detail.append(" · ")
+        detail.append(
+            _("key from {variable}: {state}").format(variable=route.api_key_env, state=key_text(route))
+        )
+    if current:
+        detail.append(" · ")
+        detail.append(_("current route"), style="italic")
+    return detail

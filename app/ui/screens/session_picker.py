@@ -9,6 +9,7 @@ path as plain Text, so markup and escape sequences appear literally or not at al
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -34,8 +35,8 @@ class SessionPickerScreen(PickerScreen):
             PickerColumn(_("Created")),
             PickerColumn(_("Last active")),
             PickerColumn(_("Route")),
-            PickerColumn(_("Events")),
-            PickerColumn(_("Size")),
+            PickerColumn(_("Events"), justify="right"),
+            PickerColumn(_("Size"), justify="right"),
         )
 
     def empty_text(self) -> str:
@@ -47,34 +48,25 @@ class SessionPickerScreen(PickerScreen):
         title = printable(summary.title) or _("(no message yet)")
         route = printable(_route_of(summary))
         last_active = local_time(summary.mtime_ns // 1_000_000)
-        detail = Text(session_id, style="bold")
-        detail.append("  ")
-        detail.append(printable(summary.path))
+        size = human_size(summary.size)
         if summary.problem is not None:
-            cells: tuple[str | Text, ...] = (
-                Text(session_problem_text(summary.problem), style="yellow", no_wrap=True, overflow="ellipsis"),
-                "-",
-                last_active,
-                "-",
-                "-",
-                human_size(summary.size),
-            )
+            cells = (session_problem_text(summary.problem), "-", last_active, "-", "-", size)
+            styles = ("yellow",)
         else:
             created = local_date(summary.created_at) if summary.created_at is not None else "-"
-            cells = (
-                Text(title, no_wrap=True, overflow="ellipsis"),
-                created,
-                last_active,
-                Text(route, no_wrap=True, overflow="ellipsis"),
-                Text(str(summary.events), justify="right"),
-                Text(human_size(summary.size), justify="right"),
-            )
+            cells = (title, created, last_active, route, str(summary.events), size)
+            styles = ()
         return PickerRow(
             key=summary.path,
             cells=cells,
             search_text=" ".join((title, session_id, route)).lower(),
-            detail=detail,
+            detail=partial(_detail, summary),
+            styles=styles,
         )
+
+
+def _detail(summary: SessionSummary) -> Text:
+    return Text.assemble((printable(summary.id), "bold"), "  ", printable(summary.path))
 
 
 def _route_of(summary: SessionSummary) -> str:

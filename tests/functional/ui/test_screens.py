@@ -11,7 +11,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, Re
 from app.tools.plugins import available_plugins
 from app.tools.registry import ServerState, ToolRegistry
 from app.ui.commands import SCREEN_COMMANDS
+from app.ui.screens.picker import MAX_SHOWN
 from app.ui.screens.route_picker import RoutePickerScreen
 from app.ui.screens.session_picker import SessionPickerScreen
 from app.ui.screens.tools import SourceSwitch, ToolsScreen
@@ -78,6 +80,17 @@ class Host(App[None]):
 
     def action_pick_session(self) -> None:
         self.actions.append("pick_session")
+
+
+@asynccontextmanager
+async def running(
+    make_screen: Callable[[], Screen[Any]], registry: ToolRegistry | None = None, size: tuple[int, int] = SIZE
+) -> AsyncIterator[tuple[Host, Pilot[Any]]]:
+    """The host app with its screen up, driven by a pilot."""
+    app = Host(make_screen, registry)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        yield app, pilot
 
 
 def mcp_server(name: str, script: str, *args: str) -> McpServerSource:
@@ -220,9 +233,8 @@ def panel_content(app: App[Any], title: str, part: str) -> Text:
 @pytest.mark.anyio
 async def test_a_plugin_switched_on_by_keyboard_and_off_by_mouse_changes_the_registry(tmp_path: Path) -> None:
     registry = make_registry(tmp_path)
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=(100, 16)) as pilot:  # short: the list scrolls, arrows still move
-        await pilot.pause()
+    # A short terminal: the list scrolls, and the arrows must still move between the switches.
+    async with running(lambda: ToolsScreen(registry), registry, (100, 16)) as (app, pilot):
         assert "calculate" not in names(registry)
         assert app.focused is switch_of(app, "Clock")  # the first switch that can change
 
@@ -242,9 +254,7 @@ async def test_a_plugin_switched_on_by_keyboard_and_off_by_mouse_changes_the_reg
 @pytest.mark.anyio
 async def test_the_screen_follows_changes_made_elsewhere_even_from_another_thread(tmp_path: Path) -> None:
     registry = make_registry(tmp_path)
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
         assert switch_of(app, "Calculator").value is False
         changer = threading.Thread(target=registry.enable_plugin, args=("calculator",))
         changer.start()
@@ -259,9 +269,7 @@ async def test_the_screen_follows_changes_made_elsewhere_even_from_another_threa
 @pytest.mark.anyio
 async def test_an_mcp_server_switched_off_loses_its_tools_and_on_gets_them_back(tmp_path: Path) -> None:
     registry = make_registry(tmp_path, mcp_server("lab", "tools_server.py"))
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
         assert [name for name in names(registry) if name.startswith("lab__")] == LAB_TOOLS
         assert "MCP server · running" in panel_text(app, "lab")
 
@@ -279,11 +287,9 @@ async def test_an_mcp_server_switched_off_loses_its_tools_and_on_gets_them_back(
 
 
 @pytest.mark.anyio
-async def test_a_failing_mcp_server_shows_why_and_tools_text_stays_literal(tmp_path: Path) -> None:
+async def test_a_failing_mcp_server_shows_why(tmp_path: Path) -> None:
     registry = make_registry(tmp_path, mcp_server("broken", "crash_at_start.py"))
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
         text = panel_text(app, "broken")
         assert "MCP server · failed" in text
         assert "MCP server “broken” could not start." in text
@@ -294,9 +300,7 @@ async def test_a_failing_mcp_server_shows_why_and_tools_text_stays_literal(tmp_p
 @pytest.mark.anyio
 async def test_escape_closes_the_tools_screen_with_none(tmp_path: Path) -> None:
     registry = make_registry(tmp_path)
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
         await pilot.press("escape")
         assert app.results == [None]
         assert not isinstance(app.screen, ToolsScreen)
@@ -313,9 +317,7 @@ def visible_keys(app: App[Any]) -> list[str]:
 @pytest.mark.anyio
 async def test_filtering_the_session_picker_and_choosing_returns_the_path(utc: None) -> None:
     sessions = summaries()
-    app = Host(lambda: SessionPickerScreen(sessions))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: SessionPickerScreen(sessions)) as (app, pilot):
         assert visible_keys(app) == [summary.path for summary in sessions]
 
         await pilot.press(*"release")  # by title
@@ -336,17 +338,13 @@ async def test_filtering_the_session_picker_and_choosing_returns_the_path(utc: N
 @pytest.mark.anyio
 async def test_session_picker_arrows_move_from_the_filter_and_a_click_chooses(utc: None) -> None:
     sessions = summaries()
-    app = Host(lambda: SessionPickerScreen(sessions))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: SessionPickerScreen(sessions)) as (app, pilot):
         await pilot.press("down", "down")
         assert sessions[2].id in text_of(app, "#picker-detail")
         await pilot.press("enter")
         assert app.results == [sessions[2].path]
 
-    app = Host(lambda: SessionPickerScreen(sessions))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: SessionPickerScreen(sessions)) as (app, pilot):
         table = app.screen.query_one("#picker-table", DataTable)
         second_row = (3, 2)  # below the header, past the first row; offsets inside the table
         await pilot.click(table, offset=second_row)  # the first click highlights
@@ -358,9 +356,7 @@ async def test_session_picker_arrows_move_from_the_filter_and_a_click_chooses(ut
 
 @pytest.mark.anyio
 async def test_session_titles_are_shown_literally() -> None:
-    app = Host(lambda: SessionPickerScreen(summaries()))
-    async with app.run_test(size=(140, 30)) as pilot:
-        await pilot.pause()
+    async with running(lambda: SessionPickerScreen(summaries()), size=(140, 30)) as (app, pilot):
         table = app.screen.query_one("#picker-table", DataTable)
         title = table.get_row_at(2)[0]
         assert isinstance(title, Text) and not title.spans  # plain text: no markup was applied
@@ -369,9 +365,7 @@ async def test_session_titles_are_shown_literally() -> None:
 
 @pytest.mark.anyio
 async def test_an_empty_session_list_says_so_and_enter_does_nothing() -> None:
-    app = Host(lambda: SessionPickerScreen([]))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: SessionPickerScreen([])) as (app, pilot):
         assert text_of(app, "#picker-empty") == "No sessions yet."
         await pilot.press("enter")
         assert app.results == []
@@ -381,9 +375,7 @@ async def test_an_empty_session_list_says_so_and_enter_does_nothing() -> None:
 
 @pytest.mark.anyio
 async def test_choosing_a_route_returns_its_id_and_never_shows_a_key(keys: str) -> None:
-    app = Host(lambda: RoutePickerScreen(load_catalog(), "offline/demo"))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: RoutePickerScreen(load_catalog(), "offline/demo")) as (app, pilot):
         table = app.screen.query_one("#picker-table", DataTable)
         cells = [table.get_row_at(index) for index in range(table.row_count)]
         shown = "\n".join(str(cell) for row in cells for cell in row) + text_of(app, "#picker-detail")
@@ -401,9 +393,7 @@ async def test_choosing_a_route_returns_its_id_and_never_shows_a_key(keys: str) 
 @pytest.mark.anyio
 async def test_escape_or_a_click_outside_closes_the_route_picker_with_none() -> None:
     for close in ("escape", "click outside"):
-        app = Host(lambda: RoutePickerScreen(load_catalog(), "offline/demo"))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
+        async with running(lambda: RoutePickerScreen(load_catalog(), "offline/demo")) as (app, pilot):
             if close == "escape":
                 await pilot.press("escape")
             else:
@@ -425,8 +415,7 @@ def palette_hits(app: App[Any]) -> int:
     [("tools", "open_tools"), ("switch route", "pick_route"), ("resume", "pick_session")],
 )
 async def test_each_palette_command_runs_its_app_action(query: str, action: str) -> None:
-    app = Host()
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(lambda: Screen()) as (app, pilot):
         await pilot.press("ctrl+p")
         await pilot.press(*query)
         await wait_for(pilot, lambda: palette_hits(app) > 0)
@@ -436,8 +425,7 @@ async def test_each_palette_command_runs_its_app_action(query: str, action: str)
 
 @pytest.mark.anyio
 async def test_the_palette_lists_the_screen_commands_in_chinese(chinese: None) -> None:
-    app = Host()
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(lambda: Screen()) as (app, pilot):
         await pilot.press("ctrl+p")
         app.screen.query_one(Input).insert_text_at_cursor("工具")  # the title is translated
         await wait_for(pilot, lambda: palette_hits(app) > 0)
@@ -452,9 +440,7 @@ async def test_text_from_mcp_servers_is_shown_literally_without_escape_sequences
         mcp_server("hostile", "hostile_server.py"),
         mcp_server("worse", "hostile_server.py", "--fail"),
     )
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
         description = panel_content(app, "hostile", ".source-tools")
         assert description.plain == "hostile__styled  [link=https://evil.example]click[/link] cleared done"
         assert [span.style for span in description.spans] == ["bold"]  # the name; no markup applied
@@ -469,8 +455,7 @@ async def test_a_restarting_mcp_server_says_so_and_can_be_switched_off(tmp_path:
     spec = McpServerSpec("flaky", sys.executable, [str(SERVERS / "crash_at_start.py")], restart=True)
     policy = RestartPolicy(max_attempts=2, initial_delay=300, max_delay=300)
     registry = make_registry(tmp_path, McpServerSource(spec, restart_policy=policy))
-    app = Host(lambda: ToolsScreen(registry), registry)
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
         await wait_for(pilot, lambda: "MCP server · restarting" in panel_text(app, "flaky"))
         text = panel_text(app, "flaky")
         assert "Restarting MCP server “flaky” in 300.0 s (attempt 1 of 2)." in text
@@ -479,3 +464,20 @@ async def test_a_restarting_mcp_server_says_so_and_can_be_switched_off(tmp_path:
         await pilot.click(switch_of(app, "flaky"))
         await wait_for(pilot, lambda: "MCP server · off" in panel_text(app, "flaky"))
         assert "Restarting" not in panel_text(app, "flaky")  # the user's switch is the news now
+
+
+@pytest.mark.anyio
+async def test_a_long_session_list_shows_the_first_rows_and_the_filter_searches_them_all() -> None:
+    many = [
+        SessionSummary(f"s{number:04d}", f"/s/{number}.jsonl", NOV_30 - number, f"question {number}", 3, 10, NOV_30 * 10**6)
+        for number in range(MAX_SHOWN + 50)
+    ]
+    async with running(lambda: SessionPickerScreen(many)) as (app, pilot):
+        assert visible_keys(app) == [summary.path for summary in many[:MAX_SHOWN]]
+        assert text_of(app, "#picker-more") == (
+            f"Showing the first {MAX_SHOWN} of {MAX_SHOWN + 50} matches; type to narrow the list."
+        )
+        app.screen.query_one("#picker-filter", Input).value = f"question {MAX_SHOWN + 49}"
+        await pilot.pause()
+        assert visible_keys(app) == [many[-1].path]
+        assert not app.screen.query_one("#picker-more", Static).display
