@@ -157,11 +157,11 @@ class PickerScreen(ClosableModal[str]):
         table = self.query_one("#picker-table", DataTable)
         highlighted = self._highlighted_key() or self._selected
         table.clear(columns=True)
-        widths = self._column_widths(table)
-        for column, width in zip(self.columns(), widths):
+        columns = self.columns()
+        for column, width in zip(columns, self._column_widths(table)):
             table.add_column(column.label, width=width)
         for row in rows:
-            table.add_row(*self._cells(row), key=row.key)
+            table.add_row(*_cells(row, columns), key=row.key)
         keys = [row.key for row in rows]
         if highlighted in keys:
             table.move_cursor(row=keys.index(highlighted), animate=False)
@@ -170,13 +170,6 @@ class PickerScreen(ClosableModal[str]):
         if not rows:
             empty.update(self.empty_text() if not self._rows else _("No match."))
         self._show_detail()
-
-    def _cells(self, row: PickerRow) -> list[Text]:
-        # Text, never str: a table reads a str cell as markup.
-        return [
-            Text(cell, style=style, justify=column.justify, no_wrap=True, overflow="ellipsis")
-            for cell, style, column in zip_longest(row.cells, row.styles, self.columns(), fillvalue="")
-        ]
 
     # --- moving and choosing
 
@@ -209,3 +202,10 @@ class PickerScreen(ClosableModal[str]):
     def _choose_row(self, event: DataTable.RowSelected) -> None:
         self.dismiss(event.row_key.value)
 
+
+def _cells(row: PickerRow, columns: Sequence[PickerColumn]) -> list[Text]:
+    # Text, never str: a table reads a str cell as markup.
+    return [
+        Text(cell, style=style, justify=column.justify, no_wrap=True, overflow="ellipsis")
+        for cell, style, column in zip_longest(row.cells, row.styles, columns, fillvalue="")
+    ]

@@ -58,7 +58,13 @@ class RoutePickerScreen(PickerScreen):
                 route.tool_update,
                 key,
             ),
-            styles=("bold" if current else "", "", "", "", "yellow" if route.key_state() == "missing" else ""),
+            styles=(
+                "bold" if current else "",
+                "",
+                "",
+                "",
+                "yellow" if route.key_state() == "missing" else "",
+            ),
             search_text=" ".join((route_id, route.dialect, model, route.tool_update, label)).lower(),
             detail=partial(_detail, route, current),
         )

@@ -20,6 +20,7 @@ from app.session.listing import SessionSummary
 from app.terminal import printable
 from app.ui.screens.picker import PickerColumn, PickerRow, PickerScreen
 
+
 class SessionPickerScreen(PickerScreen):
     CSS_PATH: ClassVar[str | list[str]] = ["picker.tcss", "session_picker.tcss"]
 

@@ -205,7 +205,7 @@ class ToolsScreen(ClosableModal[None]):
 
     def _plugin_view(self, name: str) -> SourceView:
         state = next(plugin for plugin in self.registry.plugins() if plugin.name == name)
-        reasons = tuple(problem.message() for problem in self._problems_of(name))
+        reasons = tuple(problem.message() for problem in self._problems_of(name, active=state.enabled))
         return SourceView(
             title=state.title,
             kind_and_state=_("plugin · on") if state.enabled else _("plugin · off"),
@@ -232,8 +232,9 @@ class ToolsScreen(ClosableModal[None]):
                 ServerState.FAILED: _("MCP server · failed"),
             }[status.state]
             switched_on = status.state in ACTIVE_SERVER_STATES
-        problems = self._problems_of(name)
-        if status.state is ServerState.RUNNING:
+        running = status.state is ServerState.RUNNING
+        problems = self._problems_of(name, active=running)
+        if running:
             # Running again: earlier start failures and restarts are over.
             problems = [problem for problem in problems if problem.kind is ProblemKind.DUPLICATE_TOOL]
         reasons = tuple(problem.message() for problem in problems)
@@ -248,9 +249,16 @@ class ToolsScreen(ClosableModal[None]):
             tools=self.registry.server_definitions(name),
         )
 
-    def _problems_of(self, name: str) -> list[SourceProblem]:
+    def _problems_of(self, name: str, *, active: bool) -> list[SourceProblem]:
+        """What went wrong with the source since the user last switched it, and, while it is on,
+        its tools left out by a clash (reported once, but true as long as both sources are on)."""
         seen = self._problems_seen.get(name, 0)
-        return [problem for problem in self.registry.problems()[seen:] if problem.source == name]
+        return [
+            problem
+            for number, problem in enumerate(self.registry.problems())
+            if problem.source == name
+            and (active if problem.kind is ProblemKind.DUPLICATE_TOOL else number >= seen)
+        ]
 
     # --- switching
 

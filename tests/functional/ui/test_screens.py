@@ -31,7 +31,7 @@ from app.session.listing import SessionSummary
 from app.tools.builtins import Workspace, builtin_tools
 from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, RestartPolicy, mcp_tool_name
 from app.tools.plugins import available_plugins
-from app.tools.registry import ServerState, ToolRegistry
+from app.tools.registry import Plugin, ServerState, Tool, ToolContext, ToolRegistry
 from app.ui.commands import SCREEN_COMMANDS
 from app.ui.screens.picker import MAX_SHOWN
 from app.ui.screens.route_picker import RoutePickerScreen
@@ -42,7 +42,10 @@ pytestmark = pytest.mark.timeout(60)
 
 SERVERS = Path(__file__).resolve().parents[2] / "support" / "mcp_servers"
 SIZE = (100, 30)
-LAB_TOOLS = ["lab__echo", "lab__pid", "lab__fail", "lab__picture", mcp_tool_name("lab", "files.read"), "lab__slow", "lab__swap_tools", "lab__crash"]
+LAB_TOOLS = [
+    *("lab__echo", "lab__pid", "lab__fail", "lab__picture", mcp_tool_name("lab", "files.read")),
+    *("lab__slow", "lab__swap_tools", "lab__crash"),
+]
 
 # --- the host app -------------------------------------------------------------------------------
 
@@ -98,7 +101,9 @@ def mcp_server(name: str, script: str, *args: str) -> McpServerSource:
     return McpServerSource(spec, timeouts=McpTimeouts(request=15, call=10))
 
 
-def make_registry(tmp_path: Path, *servers: McpServerSource, enabled: tuple[str, ...] = ("clock",)) -> ToolRegistry:
+def make_registry(
+    tmp_path: Path, *servers: McpServerSource, enabled: tuple[str, ...] = ("clock",)
+) -> ToolRegistry:
     return ToolRegistry(
         builtins=builtin_tools(Workspace(tmp_path)),
         plugins=available_plugins(),
@@ -160,7 +165,9 @@ NOV_30 = 1_796_042_700_000  # 2026-11-30 12:45 UTC
 
 
 def summaries() -> list[SessionSummary]:
-    def summary(number: int, title: str, events: int, size: int, *, problem: str | None = None) -> SessionSummary:
+    def summary(
+        number: int, title: str, events: int, size: int, *, problem: str | None = None
+    ) -> SessionSummary:
         session_id = f"20261130-1245{number:02d}-a{number}b{number}"
         created = NOV_30 - number * DAY
         return SessionSummary(
@@ -188,12 +195,15 @@ def summaries() -> list[SessionSummary]:
 
 
 def test_tools_screen_snapshot(snap_compare, tmp_path: Path) -> None:
-    registry = make_registry(tmp_path, mcp_server("lab", "tools_server.py"), mcp_server("broken", "crash_at_start.py"))
+    registry = make_registry(
+        tmp_path, mcp_server("lab", "tools_server.py"), mcp_server("broken", "crash_at_start.py")
+    )
     assert snap_compare(Host(lambda: ToolsScreen(registry), registry), terminal_size=(100, 50))
 
 
 def test_route_picker_snapshot(snap_compare, keys: str) -> None:
-    assert snap_compare(Host(lambda: RoutePickerScreen(load_catalog(), "anthropic/claude-sonnet")), terminal_size=SIZE)
+    host = Host(lambda: RoutePickerScreen(load_catalog(), "anthropic/claude-sonnet"))
+    assert snap_compare(host, terminal_size=SIZE)
 
 
 def test_session_picker_snapshot(snap_compare, utc: None) -> None:
@@ -469,7 +479,9 @@ async def test_a_restarting_mcp_server_says_so_and_can_be_switched_off(tmp_path:
 @pytest.mark.anyio
 async def test_a_long_session_list_shows_the_first_rows_and_the_filter_searches_them_all() -> None:
     many = [
-        SessionSummary(f"s{number:04d}", f"/s/{number}.jsonl", NOV_30 - number, f"question {number}", 3, 10, NOV_30 * 10**6)
+        SessionSummary(
+            f"s{number:04d}", f"/s/{number}.jsonl", NOV_30 - number, f"question {number}", 3, 10, NOV_30 * 10**6
+        )
         for number in range(MAX_SHOWN + 50)
     ]
     async with running(lambda: SessionPickerScreen(many)) as (app, pilot):
@@ -481,3 +493,21 @@ async def test_a_long_session_list_shows_the_first_rows_and_the_filter_searches_
         await pilot.pause()
         assert visible_keys(app) == [many[-1].path]
         assert not app.screen.query_one("#picker-more", Static).display
+
+
+@pytest.mark.anyio
+async def test_a_plugin_tool_left_out_by_a_clash_says_so_whenever_the_plugin_is_on(tmp_path: Path) -> None:
+    async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        return "never runs: the built-in read_file wins"
+
+    second_read_file = Tool("read_file", "A second read_file.", {"type": "object"}, handler)
+    clashing = Plugin("shadow", "Shadow", "Brings its own read_file.", (second_read_file,))
+    registry = ToolRegistry(builtins=builtin_tools(Workspace(tmp_path)), plugins=[clashing])
+    clash = "Tool “read_file” from “shadow” is left out: an earlier source already provides it."
+    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+        assert clash not in panel_text(app, "Shadow")
+        for _round in range(2):  # the registry reports a clash once; the screen shows it each time
+            await pilot.click(switch_of(app, "Shadow"))
+            assert clash in panel_text(app, "Shadow")
+            await pilot.click(switch_of(app, "Shadow"))
+            assert clash not in panel_text(app, "Shadow")
