@@ -366,28 +366,23 @@ def _table(
 
 
 def _session_row(summary: SessionSummary) -> list[str]:
+    from app.display import human_size, local_time, session_problem_text
     from app.terminal import printable_line
 
-    last_active = _local_time(summary.last_active)
+    last_active = local_time(summary.last_active)
     if summary.problem is not None:
-        problem = _problem_text(summary.problem)
-        return [printable_line(summary.id), "-", last_active, "-", "-", problem, "-", _human_size(summary.size)]
+        problem = session_problem_text(summary.problem)
+        return [printable_line(summary.id), "-", last_active, "-", "-", problem, "-", human_size(summary.size)]
     return [
         printable_line(summary.id),
-        _local_time(summary.created_at),
+        local_time(summary.created_at),
         last_active,
         printable_line(summary.route or "-"),
         printable_line(_home_relative(summary.cwd or "-")),
         printable_line(summary.title),
         str(summary.events),
-        _human_size(summary.size),
+        human_size(summary.size),
     ]
-
-
-def _local_time(ms: int) -> str:
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
 
 
 def _home_relative(path: str) -> str:
@@ -398,18 +393,6 @@ def _home_relative(path: str) -> str:
     if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
         return "~" + path[len(home) :]
     return path
-
-
-def _problem_text(problem: str) -> str:
-    from app.i18n import _
-    from app.session import listing
-
-    reasons = {
-        listing.EMPTY: _("(unreadable: empty file)"),
-        listing.UNSUPPORTED_VERSION: _("(unreadable: unsupported format version)"),
-        listing.INVALID_HEADER: _("(unreadable: not a session log)"),
-    }
-    return reasons[problem]
 
 
 def _print_sessions_json(summaries: list[SessionSummary]) -> None:
@@ -625,19 +608,6 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], 
 
 
 # --- output helpers ----------------------------------------------------------------------------
-
-
-def _human_size(size: int) -> str:
-    from app.i18n import _, ngettext
-
-    if size < 1024:
-        return ngettext("{count} byte", "{count} bytes", size).format(count=size)
-    value, unit = size / 1024, "KiB"
-    for larger in ("MiB", "GiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, larger
-    return _("{value:.1f} {unit}").format(value=value, unit=unit)
 
 
 def _width(text: str) -> int:

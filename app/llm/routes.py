@@ -10,6 +10,7 @@ names the route and the key.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, get_args
@@ -21,6 +22,7 @@ from app.llm.errors import DEFAULT_RETRYABLE, FAILURE_CODES
 
 Dialect = Literal["deepseek-chat", "anthropic-messages", "openai-sdk", "offline"]
 ToolUpdateMode = Literal["none", "addition-only", "in-history"]
+KeyState = Literal["set", "missing", "not-needed"]
 SystemPromptMode = Literal["top", "in-history"]
 ReasoningHistory = Literal["reasoning_content", "reasoning", "none"]
 """Where a chat-completions history carries past reasoning back: DeepSeek's thinking-mode tool loops
@@ -90,6 +92,12 @@ class Route(BaseModel):
     def display_label(self) -> str:
         """The label in the current language (built-in labels are in the catalogs), or the id."""
         return _(self.label) if self.label else self.id
+
+    def key_state(self) -> KeyState:
+        """Whether the key this route needs is in the environment (never the key itself)."""
+        if self.api_key_env is None:
+            return "not-needed"
+        return "set" if os.environ.get(self.api_key_env, "").strip() else "missing"
 
 
 BUILTIN_ROUTES: tuple[Route, ...] = (
