@@ -79,8 +79,10 @@ def _run(args: list[str]) -> int:
     options = parser.parse_args(args)
     handler: Handler | None = getattr(options, "handler", None)
     if handler is None:
-        parser.print_help()
-        return EXIT_OK
+        # No command: the chat, on the default route and a new session.
+        options.route = options.session = None
+        options.continue_latest = False
+        handler = _chat
     try:
         return handler(options, config)
     except SessionError as error:
@@ -146,7 +148,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "A terminal agent chat that shows exactly which tools each provider route received."
         ),
         epilog=_(
-            "Without a command, toolscope prints this help; the interactive chat comes later.\n"
+            "Without a command, toolscope opens the chat (as `toolscope chat`).\n"
             "\n"
             "environment:\n"
             "  TOOLSCOPE_HOME        data directory (sessions, cache, config.toml)\n"
@@ -400,7 +402,67 @@ def _run_headless(options: argparse.Namespace, config: Config | None) -> int:
         return _fail(str(error), EXIT_USAGE)
 
 
+def _add_chat(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = subparsers.add_parser(
+        "chat",
+        parents=[shared],
+        help=_("open the full-screen chat (the default command)"),
+        description=_(
+            "Open the full-screen chat: a new session, or one continued with --session or -c."
+        ),
+        allow_abbrev=False,
+    )
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+    )
+    where.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help=_("continue the most recent session"),
+    )
+    parser.set_defaults(handler=_chat)
+
+
+def _chat(options: argparse.Namespace, config: Config | None) -> int:
+    """Resolve the route and the session first, so a bad one is a one-line error, not a dead app."""
+    from pathlib import Path
+
+    from app.agent.runtime import catalog_from, default_route_id
+    from app.i18n import _
+    from app.llm.routes import RouteConfigError
+    from app.session.listing import list_sessions
+    from app.session.store import SessionStore
+
+    try:
+        catalog = catalog_from(config)
+        route_id = options.route or default_route_id(catalog, config)
+        catalog.get(route_id)
+    except RouteConfigError as error:
+        return _fail(str(error), EXIT_USAGE)
+    session_path = None
+    if options.session:
+        session_path = SessionStore().resolve(options.session)
+    elif options.continue_latest:
+        readable = [summary for summary in list_sessions() if summary.problem is None]
+        if not readable:
+            return _fail(_("there is no session to continue yet"), EXIT_FAILURE)
+        session_path = Path(readable[0].path)
+
+    from app.ui.app import ChatOptions, run_chat
+
+    return run_chat(
+        ChatOptions(catalog=catalog, route_id=route_id, session_path=session_path, config=config)
+    )
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
+    _add_chat,
     _add_sessions,
     _add_inspect,
     _add_run,
