@@ -89,7 +89,6 @@ class ChatScreen(Screen[None]):
         if view is not None:
             await conversation.load(view_entries(view))
             self._fed = len(view.items)
-        conversation.live = True
         self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(view)
 

@@ -75,8 +75,6 @@ class Conversation(VerticalScroll, can_focus=False):
         self._calls: dict[str, ToolCallBlock] = {}
         self._live_reply: AssistantBlock | None = None
         self._stream_kinds: dict[int, str] = {}
-        self.live = False
-        """Set once the replayed log is shown: later retries count down."""
         self.clock: Callable[[], float] = time.monotonic
         """What retry countdowns read (a test freezes it for a still picture)."""
 
@@ -158,7 +156,7 @@ class Conversation(VerticalScroll, can_focus=False):
         elif isinstance(item, RequestErrorItem):
             await self._failed_request(item, mount=mount)
         elif isinstance(item, RetryItem):
-            await self._append(RetryBlock(item, live=self.live and mount, clock=lambda: self.clock()), mount=mount)
+            await self._append(RetryBlock(item, live=mount, clock=lambda: self.clock()), mount=mount)
         elif isinstance(item, SummaryItem):
             await self._append(CompactionBlock(item), mount=mount)
         # A request header is not a node: the status line shows it.
