@@ -367,3 +367,34 @@ def test_a_session_another_process_writes_opens_read_only(bench) -> None:
         run(scenario())
     finally:
         writer.close()
+
+
+def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench) -> None:
+    from app.ui.widgets.conversation import WINDOW
+    from benchmarks.sessions import write_large_session
+
+    sessions = bench.home / "sessions"
+    sessions.mkdir(parents=True)
+    path = sessions / "20260101-000000-window.jsonl"
+    write_large_session(path, events=3000)
+
+    async def scenario() -> None:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.chat.conversation.blocks)
+            await settle(pilot)
+            conversation = app.chat.conversation
+            low, high = conversation.mounted_range
+            assert high == len(conversation.blocks) and high - low == WINDOW
+            assert len(conversation.children) == WINDOW
+            conversation.scroll_home(animate=False, immediate=True)
+            await until(pilot, lambda: conversation.mounted_range[0] < low)
+            await settle(pilot)
+            new_low, new_high = conversation.mounted_range
+            assert new_high - new_low <= WINDOW and len(conversation.children) == new_high - new_low
+            assert conversation.blocks[new_low].widget is not None and conversation.blocks[new_high - 1].widget is not None
+            await app.chat.action_jump_to_end()
+            await settle(pilot)
+            assert conversation.mounted_range[1] == len(conversation.blocks)
+
+    run(scenario())
