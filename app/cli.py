@@ -76,8 +76,10 @@ def _run(args: list[str]) -> int:
     options = parser.parse_args(args)
     handler: Handler | None = getattr(options, "handler", None)
     if handler is None:
-        parser.print_help()
-        return EXIT_OK
+        # No command: the chat, on the default route and a new session.
+        options.route = options.session = None
+        options.continue_latest = False
+        handler = _chat
     try:
         return handler(options, config)
     except SessionError as error:
@@ -147,7 +149,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "A terminal agent chat that shows exactly which tools each provider route received."
         ),
         epilog=_(
-            "Without a command, toolscope prints this help; the interactive chat comes later.\n"
+            "Without a command, toolscope opens the chat (as `toolscope chat`).\n"
             "\n"
             "environment:\n"
             "  TOOLSCOPE_HOME        data directory (sessions, cache, config.toml)\n"
@@ -541,20 +543,14 @@ def _add_routes(subparsers: argparse._SubParsersAction, shared: argparse.Argumen
 
 
 def _routes(options: argparse.Namespace, config: Config | None) -> int:
-    import json
-    import os
-
     from app.agent.runtime import catalog_from, default_route_id
     from app.i18n import _
+    from app.llm.routes import Route
+    from app.terminal import json_text, printable
 
     catalog = catalog_from(config)
     default = default_route_id(catalog, config)
     routes = list(catalog)
-
-    def key_state(env: str | None) -> str:
-        if env is None:
-            return "not-needed"
-        return "set" if os.environ.get(env, "").strip() else "missing"
 
     if options.json:
         payload = [
@@ -566,22 +562,21 @@ def _routes(options: argparse.Namespace, config: Config | None) -> int:
                 "baseUrl": route.base_url,
                 "toolUpdate": route.tool_update,
                 "apiKeyEnv": route.api_key_env,
-                "key": key_state(route.api_key_env),
+                "key": route.key_state(),
                 "default": route.id == default,
             }
             for route in routes
         ]
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(json_text(payload, indent=2))
         return EXIT_OK
-    from app.terminal import printable
 
-    def key_text(env: str | None) -> str:
-        state = key_state(env)
+    def key_text(route: Route) -> str:
+        state = route.key_state()
         if state == "not-needed":
             return _("not needed")
         if state == "set":
-            return _("set ({name})").format(name=env)
-        return _("missing ({name})").format(name=env)
+            return _("set ({name})").format(name=route.api_key_env)
+        return _("missing ({name})").format(name=route.api_key_env)
 
     headings = ["  " + _("Route"), _("Dialect"), _("Model"), _("Tool updates"), _("API key")]
     rows = [
@@ -590,7 +585,7 @@ def _routes(options: argparse.Namespace, config: Config | None) -> int:
             route.dialect,
             printable(route.model),
             route.tool_update,
-            key_text(route.api_key_env),
+            key_text(route),
         ]
         for route in routes
     ]
@@ -599,7 +594,61 @@ def _routes(options: argparse.Namespace, config: Config | None) -> int:
     return EXIT_OK
 
 
+def _add_chat(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = _command_parser(
+        subparsers,
+        shared,
+        "chat",
+        summary=_("open the full-screen chat (the default command)"),
+        description=_(
+            "Open the full-screen chat: a new session, or one continued with --session or -c."
+        ),
+    )
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+    )
+    where.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help=_("continue the most recent session"),
+    )
+    parser.set_defaults(handler=_chat)
+
+
+def _chat(options: argparse.Namespace, config: Config | None) -> int:
+    """Resolve the route and the session first, so a bad one is a one-line error, not a dead app."""
+    from app.agent.runtime import catalog_from, default_route_id, latest_session
+    from app.llm.routes import RouteConfigError
+    from app.session.store import SessionStore
+
+    try:
+        catalog = catalog_from(config)
+        route_id = options.route or default_route_id(catalog, config)
+        catalog.get(route_id)
+    except RouteConfigError as error:
+        return _fail(str(error), EXIT_USAGE)
+    store = SessionStore()
+    session_path = None
+    if options.session:
+        session_path = store.resolve(options.session)
+    elif options.continue_latest:
+        session_path = store.resolve(latest_session(store))
+
+    from app.ui.app import ChatOptions, run_chat
+
+    return run_chat(
+        ChatOptions(catalog=catalog, route_id=route_id, session_path=session_path, config=config)
+    )
+
+
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
+    _add_chat,
     _add_sessions,
     _add_inspect,
     _add_run,
