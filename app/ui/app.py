@@ -31,6 +31,7 @@ from app.session.view import SessionView
 from app.tools.registry import SourceProblem, ToolRegistry
 from app.ui import keymap, slash
 from app.ui.bridge import ChatApprover, ChatListener
+from app.ui.commands import SCREEN_COMMANDS
 from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
@@ -52,7 +53,7 @@ class ChatOptions:
 
 class ToolscopeApp(App[None]):
     TITLE = "toolscope"
-    COMMANDS = App.COMMANDS | {ChatCommands}
+    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
         Binding(keymap.TOOLS, "open_tools", N_("Tools")),
@@ -312,19 +313,12 @@ class ToolscopeApp(App[None]):
         if self.registry is None:
             self.notify(_("The tools are still starting."), timeout=3)
             return
-        try:
-            from app.ui.screens.tools import ToolsScreen
-        except ImportError:
-            self.notify(_("The tools screen is not part of this build."), severity="warning")
-            return
+        from app.ui.screens.tools import ToolsScreen
+
         self.push_screen(ToolsScreen(self.registry))
 
     def action_pick_route(self) -> None:
-        try:
-            from app.ui.screens.route_picker import RoutePickerScreen
-        except ImportError:
-            self.notify(_("The route picker is not part of this build; use --route."), severity="warning")
-            return
+        from app.ui.screens.route_picker import RoutePickerScreen
 
         def chosen(route_id: str | None) -> None:
             if route_id:
@@ -333,12 +327,8 @@ class ToolscopeApp(App[None]):
         self.push_screen(RoutePickerScreen(self.catalog, self.route.id), chosen)
 
     def action_pick_session(self) -> None:
-        try:
-            from app.ui.screens.session_picker import SessionPickerScreen
-        except ImportError:
-            self.notify(_("The session picker is not part of this build; use -c or --session."), severity="warning")
-            return
         from app.session.listing import list_sessions
+        from app.ui.screens.session_picker import SessionPickerScreen
 
         def chosen(path: str | None) -> None:
             if path:
