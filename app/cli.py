@@ -76,8 +76,10 @@ def _run(args: list[str]) -> int:
     options = parser.parse_args(args)
     handler: Handler | None = getattr(options, "handler", None)
     if handler is None:
-        parser.print_help()
-        return EXIT_OK
+        # No command: the chat, on the default route and a new session.
+        options.route = options.session = None
+        options.continue_latest = False
+        handler = _chat
     try:
         return handler(options, config)
     except SessionError as error:
@@ -147,7 +149,7 @@ def _build_parser() -> argparse.ArgumentParser:
             "A terminal agent chat that shows exactly which tools each provider route received."
         ),
         epilog=_(
-            "Without a command, toolscope prints this help; the interactive chat comes later.\n"
+            "Without a command, toolscope opens the chat (as `toolscope chat`).\n"
             "\n"
             "environment:\n"
             "  TOOLSCOPE_HOME        data directory (sessions, cache, config.toml)\n"
@@ -366,28 +368,23 @@ def _table(
 
 
 def _session_row(summary: SessionSummary) -> list[str]:
+    from app.display import human_size, local_time, session_problem_text
     from app.terminal import printable_line
 
-    last_active = _local_time(summary.last_active)
+    last_active = local_time(summary.last_active)
     if summary.problem is not None:
-        problem = _problem_text(summary.problem)
-        return [printable_line(summary.id), "-", last_active, "-", "-", problem, "-", _human_size(summary.size)]
+        problem = session_problem_text(summary.problem)
+        return [printable_line(summary.id), "-", last_active, "-", "-", problem, "-", human_size(summary.size)]
     return [
         printable_line(summary.id),
-        _local_time(summary.created_at),
+        local_time(summary.created_at),
         last_active,
         printable_line(summary.route or "-"),
         printable_line(_home_relative(summary.cwd or "-")),
         printable_line(summary.title),
         str(summary.events),
-        _human_size(summary.size),
+        human_size(summary.size),
     ]
-
-
-def _local_time(ms: int) -> str:
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
 
 
 def _home_relative(path: str) -> str:
@@ -398,18 +395,6 @@ def _home_relative(path: str) -> str:
     if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
         return "~" + path[len(home) :]
     return path
-
-
-def _problem_text(problem: str) -> str:
-    from app.i18n import _
-    from app.session import listing
-
-    reasons = {
-        listing.EMPTY: _("(unreadable: empty file)"),
-        listing.UNSUPPORTED_VERSION: _("(unreadable: unsupported format version)"),
-        listing.INVALID_HEADER: _("(unreadable: not a session log)"),
-    }
-    return reasons[problem]
 
 
 def _print_sessions_json(summaries: list[SessionSummary]) -> None:
@@ -558,20 +543,14 @@ def _add_routes(subparsers: argparse._SubParsersAction, shared: argparse.Argumen
 
 
 def _routes(options: argparse.Namespace, config: Config | None) -> int:
-    import json
-    import os
-
     from app.agent.runtime import catalog_from, default_route_id
     from app.i18n import _
+    from app.llm.routes import Route
+    from app.terminal import json_text, printable
 
     catalog = catalog_from(config)
     default = default_route_id(catalog, config)
     routes = list(catalog)
-
-    def key_state(env: str | None) -> str:
-        if env is None:
-            return "not-needed"
-        return "set" if os.environ.get(env, "").strip() else "missing"
 
     if options.json:
         payload = [
@@ -583,22 +562,21 @@ def _routes(options: argparse.Namespace, config: Config | None) -> int:
                 "baseUrl": route.base_url,
                 "toolUpdate": route.tool_update,
                 "apiKeyEnv": route.api_key_env,
-                "key": key_state(route.api_key_env),
+                "key": route.key_state(),
                 "default": route.id == default,
             }
             for route in routes
         ]
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(json_text(payload, indent=2))
         return EXIT_OK
-    from app.terminal import printable
 
-    def key_text(env: str | None) -> str:
-        state = key_state(env)
+    def key_text(route: Route) -> str:
+        state = route.key_state()
         if state == "not-needed":
             return _("not needed")
         if state == "set":
-            return _("set ({name})").format(name=env)
-        return _("missing ({name})").format(name=env)
+            return _("set ({name})").format(name=route.api_key_env)
+        return _("missing ({name})").format(name=route.api_key_env)
 
     headings = ["  " + _("Route"), _("Dialect"), _("Model"), _("Tool updates"), _("API key")]
     rows = [
@@ -607,13 +585,66 @@ def _routes(options: argparse.Namespace, config: Config | None) -> int:
             route.dialect,
             printable(route.model),
             route.tool_update,
-            key_text(route.api_key_env),
+            key_text(route),
         ]
         for route in routes
     ]
     sys.stdout.write(_table(headings, rows, (False,) * 5, [False] * len(rows)))
     print(_("* the default route"))
     return EXIT_OK
+
+
+def _add_chat(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = _command_parser(
+        subparsers,
+        shared,
+        "chat",
+        summary=_("open the full-screen chat (the default command)"),
+        description=_(
+            "Open the full-screen chat: a new session, or one continued with --session or -c."
+        ),
+    )
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+    )
+    where.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help=_("continue the most recent session"),
+    )
+    parser.set_defaults(handler=_chat)
+
+
+def _chat(options: argparse.Namespace, config: Config | None) -> int:
+    """Resolve the route and the session first, so a bad one is a one-line error, not a dead app."""
+    from app.agent.runtime import catalog_from, default_route_id, latest_session
+    from app.llm.routes import RouteConfigError
+    from app.session.store import SessionStore
+
+    try:
+        catalog = catalog_from(config)
+        route_id = options.route or default_route_id(catalog, config)
+        catalog.get(route_id)
+    except RouteConfigError as error:
+        return _fail(str(error), EXIT_USAGE)
+    store = SessionStore()
+    session_path = None
+    if options.session:
+        session_path = store.resolve(options.session)
+    elif options.continue_latest:
+        session_path = store.resolve(latest_session(store))
+
+    from app.ui.app import ChatOptions, run_chat
+
+    return run_chat(
+        ChatOptions(catalog=catalog, route_id=route_id, session_path=session_path, config=config)
+    )
 
 
 def _add_export(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
@@ -652,6 +683,7 @@ def _export(options: argparse.Namespace, config: Config | None) -> int:
 
 
 COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
+    _add_chat,
     _add_sessions,
     _add_inspect,
     _add_run,
@@ -661,19 +693,6 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], 
 
 
 # --- output helpers ----------------------------------------------------------------------------
-
-
-def _human_size(size: int) -> str:
-    from app.i18n import _, ngettext
-
-    if size < 1024:
-        return ngettext("{count} byte", "{count} bytes", size).format(count=size)
-    value, unit = size / 1024, "KiB"
-    for larger in ("MiB", "GiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, larger
-    return _("{value:.1f} {unit}").format(value=value, unit=unit)
 
 
 def _width(text: str) -> int:

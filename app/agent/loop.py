@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -61,6 +61,14 @@ INTERRUPTED_NOT_STARTED = "Interrupted by the user before the tool started."
 """Tool results the model reads in later requests: fixed English like every model-facing text;
 a front end shows the error code in the interface language."""
 
+ARGUMENTS_CUT_OFF = "ARGUMENTS_CUT_OFF"
+CUT_OFF_RESULT = (
+    "Not run: the reply reached the output token limit before this call's arguments were complete. "
+    "Call the tool again with complete arguments; split large content over several calls."
+)
+"""The answer to a call the output limit cut short (docs/streaming.md): it is never run, and the
+result keeps the history one every provider accepts (each call answered)."""
+
 
 class AgentListener:
     """Hooks for a front end; every method is optional to override."""
@@ -91,6 +99,8 @@ class _Reply:
     content: list[Content] = field(default_factory=list)
     usage: Usage | None = None
     finish: Finish | None = None
+    cut_off: set[str] = field(default_factory=set)
+    """Ids of the calls whose arguments the output limit left incomplete."""
 
 
 class CompactionError(Exception):
@@ -192,7 +202,7 @@ class Agent:
                     return self._end_turn(turn, "error", failure=outcome)
                 calls = [part for part in outcome.content if isinstance(part, ToolCallContent)]
                 if calls:
-                    await self._run_tools(turn, step, calls)
+                    await self._run_tools(turn, step, calls, cut_off=outcome.cut_off)
                 self._append("step/end", StepData(turn=turn, step=step))
                 if outcome.finish is not None and outcome.finish.reason == "max-tokens":
                     return self._end_turn(turn, "max-tokens", text=_text_of(outcome.content))
@@ -306,6 +316,8 @@ class Agent:
                     calls[event.index] = ToolCallContent(
                         call_id=event.call_id, name=event.name, arguments=event.arguments
                     )
+                    if event.cut_off:
+                        reply.cut_off.add(event.call_id)
                 elif isinstance(event, UsageReport):
                     reply.usage = Usage(
                         input=event.input,
@@ -353,7 +365,8 @@ class Agent:
     def _append_assistant(self, turn: int, step: int, reply: _Reply) -> None:
         has_calls = any(isinstance(part, ToolCallContent) for part in reply.content)
         reason = reply.finish.reason if reply.finish else "stop"
-        finish = "tool-calls" if has_calls else ("max-tokens" if reason == "max-tokens" else "stop")
+        # A cut reply says so even when it has calls: the turn ends there, whatever ran.
+        finish = "max-tokens" if reason == "max-tokens" else ("tool-calls" if has_calls else "stop")
         self._append(
             "assistant/message",
             AssistantMessageData(
@@ -407,8 +420,11 @@ class Agent:
 
     # --- tools -------------------------------------------------------------------------------------
 
-    async def _run_tools(self, turn: int, step: int, calls: list[ToolCallContent]) -> None:
-        """Run calls in model order; consecutive read-only calls run together."""
+    async def _run_tools(
+        self, turn: int, step: int, calls: list[ToolCallContent], *, cut_off: Container[str] = ()
+    ) -> None:
+        """Run calls in model order; consecutive read-only calls run together. A call in `cut_off`
+        is logged and answered with `ARGUMENTS_CUT_OFF`, never run."""
         self._unanswered = list(calls)
         self._started = set()
         for batch in _batches(calls, self.tools.is_read_only):
@@ -416,7 +432,9 @@ class Agent:
                 self._append_call(turn, step, call)
             outcomes = await asyncio.gather(
                 *(
-                    self.tools.execute(
+                    _answer_cut_off()
+                    if call.call_id in cut_off
+                    else self.tools.execute(
                         call.name, call.arguments, ToolContext(self.approver, call.call_id)
                     )
                     for call in batch
@@ -514,6 +532,12 @@ def _batches(
         else:
             batches.append([call])
     return batches
+
+
+async def _answer_cut_off() -> ToolOutcome:
+    return ToolOutcome(
+        content=CUT_OFF_RESULT, is_error=True, error_code=ARGUMENTS_CUT_OFF, error_message=CUT_OFF_RESULT
+    )
 
 
 def _interrupted(message: str, code: str = ABORTED) -> ToolOutcome:

@@ -61,8 +61,12 @@ def build_wire(projected: ProjectedRequest, route: Route, config: Mapping[str, A
             projected, model=route.model, config=config, default_max_tokens=route.max_output_tokens
         )
     if route.dialect == "openai-sdk":
-        return build_openai_request(projected, model=route.model, config=config)
-    return build_chat_request(projected, model=route.model, config=config)
+        return build_openai_request(
+            projected, model=route.model, config=config, reasoning_field=route.reasoning_history
+        )
+    return build_chat_request(
+        projected, model=route.model, config=config, reasoning_field=route.reasoning_history
+    )
 
 
 def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> ModelClient:

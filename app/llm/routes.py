@@ -10,6 +10,7 @@ names the route and the key.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, get_args
@@ -21,7 +22,11 @@ from app.llm.errors import DEFAULT_RETRYABLE, FAILURE_CODES
 
 Dialect = Literal["deepseek-chat", "anthropic-messages", "openai-sdk", "offline"]
 ToolUpdateMode = Literal["none", "addition-only", "in-history"]
+KeyState = Literal["set", "missing", "not-needed"]
 SystemPromptMode = Literal["top", "in-history"]
+ReasoningHistory = Literal["reasoning_content", "reasoning", "none"]
+"""Where a chat-completions history carries past reasoning back: DeepSeek's thinking-mode tool loops
+require `reasoning_content`; OpenRouter and vLLM read `reasoning`; Groq refuses both (400)."""
 
 DEFAULT_TOOL_UPDATE_BETA = "mid-conversation-tool-changes-2026-07-01"
 DEFAULT_BETA_HEADER = "anthropic-beta"
@@ -56,6 +61,7 @@ class Route(BaseModel):
     retryable: tuple[str, ...] = tuple(sorted(DEFAULT_RETRYABLE))
     idle_timeout: float = Field(default=120.0, gt=0)
     request_timeout: float = Field(default=600.0, gt=0)  # all of one request, however lively
+    reasoning_history: ReasoningHistory = "reasoning_content"
 
     @model_validator(mode="after")
     def _openai_sdk_declares_no_mode(self) -> Route:
@@ -86,6 +92,12 @@ class Route(BaseModel):
     def display_label(self) -> str:
         """The label in the current language (built-in labels are in the catalogs), or the id."""
         return _(self.label) if self.label else self.id
+
+    def key_state(self) -> KeyState:
+        """Whether the key this route needs is in the environment (never the key itself)."""
+        if self.api_key_env is None:
+            return "not-needed"
+        return "set" if os.environ.get(self.api_key_env, "").strip() else "missing"
 
 
 BUILTIN_ROUTES: tuple[Route, ...] = (
@@ -412,4 +424,5 @@ _CHECKS: dict[str, ValueCheck] = {
     "retryable": _failure_codes,
     "idle_timeout": _positive_number,
     "request_timeout": _positive_number,
+    "reasoning_history": _one_of(get_args(ReasoningHistory)),
 }

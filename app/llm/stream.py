@@ -12,6 +12,8 @@ implemented once: block numbering, the open blocks, the held usage and the singl
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -59,6 +61,9 @@ class BlockEnd:
     call_id: str | None = None
     name: str | None = None
     arguments: str | None = None
+    cut_off: bool = False
+    """A tool call the output limit cut short (only before a `max-tokens` finish): its arguments
+    are incomplete, so it must never run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +99,7 @@ class StreamChecker:
         self._open: dict[int, str] = {}
         self._used: set[int] = set()
         self._usage_seen = False
+        self._cut_off_seen = False
         self._finish: Finish | None = None
         self._position = 0
 
@@ -121,6 +127,9 @@ class StreamChecker:
                     self._fail(position, event, "a tool-call end without a non-empty call_id and name")
                 if not isinstance(event.arguments, str):
                     self._fail(position, event, "a tool-call end without arguments")
+            elif event.cut_off:
+                self._fail(position, event, "a cut-off end for a block that is not a tool call")
+            self._cut_off_seen = self._cut_off_seen or event.cut_off
         elif isinstance(event, UsageReport):
             if self._usage_seen:
                 self._fail(position, event, "a second usage report")
@@ -144,6 +153,8 @@ class StreamChecker:
             self._fail(position, event, "a failure must come with an error finish, and only with it")
         if event.failure is not None and event.failure.code not in FAILURE_CODES:
             self._fail(position, event, f"undeclared failure code {event.failure.code!r}")
+        if self._cut_off_seen and event.reason != "max-tokens":
+            self._fail(position, event, f"a cut-off tool call before a {event.reason} finish")
         if self._open and event.reason not in ("error", "aborted"):
             self._fail(position, event, f"blocks {sorted(self._open)} left open by a {event.reason} finish")
 
@@ -189,10 +200,15 @@ class StreamTranslator:
     At most one text/reasoning block (the "flow") is open at a time: content of another kind closes
     it. Tool calls stay open until the response completes, because a gateway may send a call's
     identity late or interleave calls. Usage is held and reported once, right before the finish.
+    Every provider string goes through `_delta` or `clean_text`, so UTF-16 surrogates a JSON
+    escape produced (`"\\ud83d"`) never leave a translator: a pair split across two deltas of a
+    block is joined, a lone one becomes U+FFFD.
     A subclass parses its wire format and calls these helpers; after `finished`, it returns `[]`.
     """
 
-    __slots__ = ("finished", "_next_index", "_flow_index", "_flow_kind", "_calls", "_had_calls", "_usage")
+    __slots__ = (
+        "finished", "_next_index", "_flow_index", "_flow_kind", "_calls", "_had_calls", "_usage", "_held_high",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.finished = False
@@ -202,6 +218,8 @@ class StreamTranslator:
         self._calls: list[OpenToolCall] = []
         self._had_calls = False
         self._usage: UsageReport | None = None
+        self._held_high: dict[int, str] = {}
+        """A high surrogate that ended a block's last delta, waiting for its low half."""
 
     # The stream's end, as seen by the adapter.
 
@@ -215,6 +233,8 @@ class StreamTranslator:
 
     def fail(self, failure: Failure) -> list[StreamEvent]:
         """End with an error: held usage first, then the error finish; open blocks stay open."""
+        if _has_surrogate(failure.message):
+            failure = failure.model_copy(update={"message": clean_text(failure.message)})
         return self._end(Finish("error", failure))
 
     def abort(self) -> list[StreamEvent]:
@@ -225,14 +245,38 @@ class StreamTranslator:
         if self.finished:
             return []
         self.finished = True
-        return [finish] if self._usage is None else [self._usage, finish]
+        events: list[StreamEvent] = []
+        for index in list(self._held_high):  # nothing is lost: open blocks get their last character
+            self._release_held(index, events)
+        return [*events, finish] if self._usage is None else [*events, self._usage, finish]
 
     # Building blocks for the dialects.
 
+    def _delta(self, index: int, text: str, events: list[StreamEvent], parts: list[str] | None = None) -> None:
+        """Emit `text` for block `index` (and keep it in a call's `parts`), surrogates repaired."""
+        held = self._held_high.pop(index, None)
+        if held is not None:
+            text = held + text
+        if _has_surrogate(text):
+            if "\ud800" <= text[-1] <= "\udbff":
+                self._held_high[index] = text[-1]
+                text = text[:-1]
+            text = clean_text(text)
+        if text:
+            events.append(BlockDelta(index, text))
+            if parts is not None:
+                parts.append(text)
+
+    def _release_held(self, index: int, events: list[StreamEvent], parts: list[str] | None = None) -> None:
+        """The block ends: a high surrogate still waiting for its other half becomes U+FFFD."""
+        if self._held_high.pop(index, None) is not None:
+            events.append(BlockDelta(index, REPLACEMENT))
+            if parts is not None:
+                parts.append(REPLACEMENT)
+
     def _open_flow(self, kind: BlockKind, events: list[StreamEvent]) -> int:
         """Close the open text/reasoning block, open one of `kind`, return its index."""
-        if self._flow_index >= 0:
-            events.append(BlockEnd(self._flow_index))
+        self._close_flow(events)
         index = self._next_index
         self._next_index = index + 1
         self._flow_index = index
@@ -242,6 +286,7 @@ class StreamTranslator:
 
     def _close_flow(self, events: list[StreamEvent]) -> None:
         if self._flow_index >= 0:
+            self._release_held(self._flow_index, events)
             events.append(BlockEnd(self._flow_index))
             self._flow_index = -1
             self._flow_kind = None
@@ -258,23 +303,32 @@ class StreamTranslator:
         events.append(BlockStart(index, "tool-call", call_id, name))
         return call
 
-    def _close_call(self, call: OpenToolCall, events: list[StreamEvent]) -> list[str]:
+    def _close_call(self, call: OpenToolCall, events: list[StreamEvent], *, cut_off: bool = False) -> list[str]:
         """Close `call`, or return the identity fields it lacks and leave it open (seed 004:
         no path may assemble a tool call without identity)."""
         missing = call.missing_identity()
         if missing:
             return missing
         self._calls.remove(call)
+        self._release_held(call.index, events, call.parts)
         arguments = "".join(call.parts) or call.empty_arguments
-        events.append(BlockEnd(call.index, call.call_id, call.name, arguments))
+        events.append(BlockEnd(call.index, call.call_id, call.name, arguments, cut_off and self._cut_off(call)))
         return []
+
+    def _cut_off(self, call: OpenToolCall) -> bool:
+        """Whether a call still open when the output limit ended the response is incomplete.
+
+        On a wire without a per-call end, only its arguments tell: a complete call's are a whole
+        JSON object (an object cannot be cut and still parse)."""
+        return not is_json_object("".join(call.parts))
 
     def _complete(self, *, truncated: bool) -> list[StreamEvent]:
         """The dialect's end marker arrived: close every block and finish.
 
         The reason follows what was produced, not the provider's word for it: `max-tokens` when
         the output was cut short, else `tool-calls` when it has calls (the loop must run them),
-        else `stop`; a `stop` that produced no block at all is `EMPTY_RESPONSE`.
+        else `stop`; a `stop` that produced no block at all is `EMPTY_RESPONSE`. A call the cut
+        left incomplete is closed `cut_off`, so it is never run.
         """
         for call in self._calls:
             missing = call.missing_identity()
@@ -285,9 +339,40 @@ class StreamTranslator:
         events: list[StreamEvent] = []
         self._close_flow(events)
         for call in list(self._calls):
-            self._close_call(call, events)
+            self._close_call(call, events, cut_off=truncated)
         reason: FinishReason = "max-tokens" if truncated else "tool-calls" if self._had_calls else "stop"
         return events + self._end(Finish(reason))
+
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def clean_text(text: str) -> str:
+    """`text` with each UTF-16 surrogate pair joined into its character and every lone surrogate
+    replaced by U+FFFD: what JSON's `\\uXXXX` escapes may leave in a `str`, and what no UTF-8
+    writer (the session log, the terminal) can encode."""
+    if not _has_surrogate(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def identity(value: object) -> str | None:
+    """A call's `id` or `name` as seed 004 takes it: only a non-empty string (surrogates repaired);
+    anything else is `None`, which keeps the established value."""
+    return clean_text(value) if value and type(value) is str else None
+
+
+def is_json_object(text: str) -> bool:
+    """Whether `text` is one complete JSON object (what a tool call's arguments must be)."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _missing_identity_failure(call: OpenToolCall, missing: list[str]) -> Failure:

@@ -17,13 +17,15 @@ class ApprovalRequest:
     """What a tool is about to do, in the words shown to the user.
 
     `summary` is one localized line ("Run a command in /repo"); `detail` is the exact thing that
-    will happen (the command line, the start of the new file content), not translated.
+    will happen (the command line, the start of the new file content), not translated; `diff` is a
+    unified diff of a file's change when there is an old file to compare with.
     """
 
     tool_name: str
     call_id: str
     summary: str
     detail: str
+    diff: str = ""
 
 
 class Approver(Protocol):

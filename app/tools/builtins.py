@@ -21,6 +21,7 @@ Outputs are bounded by `OutputLimits` and end with an explicit notice when cut.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import fnmatch
 import os
@@ -56,6 +57,7 @@ SEARCH_MAX_LINE_CHARS = 300
 SEARCH_SKIPS_BYTES = 240
 """How much of a `search_text` result may name what was skipped (within its reserved notices)."""
 APPROVAL_DETAIL_CHARS = 4000
+APPROVAL_DIFF_SOURCE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -203,12 +205,27 @@ def _object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> 
     return schema
 
 
-async def _ask(context: ToolContext, tool_name: str, summary: str, detail: str) -> None:
-    request = ApprovalRequest(tool_name, context.call_id, summary, detail)
+async def _ask(context: ToolContext, tool_name: str, summary: str, detail: str, diff: str = "") -> None:
+    request = ApprovalRequest(tool_name, context.call_id, summary, detail, diff)
     if not await context.approver.approve(request):
         raise ToolFailure(
             ToolErrorCode.APPROVAL_DENIED, f"the user did not approve {tool_name}; nothing was done"
         )
+
+
+def _change_diff(path: Path, shown: str, content: str) -> str:
+    """What overwriting a regular text file would change, as a unified diff clipped for the prompt;
+    empty when the old file is not a regular UTF-8 file small enough to compare."""
+    try:
+        if not path.is_file() or path.stat().st_size > APPROVAL_DIFF_SOURCE_BYTES:
+            return ""
+        old = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    lines = difflib.unified_diff(
+        old.splitlines(), content.splitlines(), f"{shown} (now)", f"{shown} (new)", lineterm=""
+    )
+    return "\n".join(lines)[:APPROVAL_DETAIL_CHARS]
 
 
 def _is_binary(head: bytes) -> bool:
@@ -494,7 +511,8 @@ class _FileTools:
                 "Create {path} with {size} byte", "Create {path} with {size} bytes", size
             )
         summary = template.format(path=shown, size=size)
-        await _ask(context, "write_file", summary, content[:APPROVAL_DETAIL_CHARS])
+        diff = await run_in_daemon_thread(_change_diff, path, shown, content) if existed else ""
+        await _ask(context, "write_file", summary, content[:APPROVAL_DETAIL_CHARS], diff)
         await run_in_daemon_thread(self._write, path, shown, content)
         return f"{'overwrote' if existed else 'created'} {shown} ({size} bytes)"
 

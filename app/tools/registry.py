@@ -24,7 +24,9 @@ What the agent loop uses:
 - `registry.on_change(callback)` — called with the new definitions whenever they change.
 
 The UI and CLI also use `plugins()` / `enable_plugin()` / `disable_plugin()`, `mcp_servers()` /
-`start_mcp_server()` / `stop_mcp_server()`, `problems()` / `on_problem()`, and the lifecycle:
+`start_mcp_server()` / `stop_mcp_server()`, `problems()` / `on_problem()`, each source's own tools
+(`builtin_definitions()`, `plugin_definitions(name)`, `server_definitions(name)`, whether or not
+they are effective), and the lifecycle:
 `await registry.start()` (connects MCP servers) and `await registry.aclose()` (or `async with`).
 
 Tool results and error messages are written for the model and the session log, so they are
@@ -444,6 +446,21 @@ class ToolRegistry:
         unsubscribe function. Callbacks run synchronously and must not block."""
         self._listeners.on_change.append(callback)
         return lambda: self._listeners.on_change.remove(callback)
+
+    # --- each source's own tools (the tools screen lists them, effective or not)
+
+    def builtin_definitions(self) -> tuple[ToolDefinition, ...]:
+        return tuple(tool.definition for tool in self._builtins)
+
+    def plugin_definitions(self, name: str) -> tuple[ToolDefinition, ...]:
+        """The plugin's tools, whether it is switched on or off."""
+        if name not in self._plugins:
+            raise UnknownPluginError(name)
+        return tuple(tool.definition for tool in self._plugins[name].tools)
+
+    def server_definitions(self, name: str) -> tuple[ToolDefinition, ...]:
+        """The tools the server lists now (none while it is stopped), clashing ones included."""
+        return tuple(tool.definition for tool in self._server(name).tools())
 
     # --- plugins
 

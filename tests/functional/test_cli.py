@@ -99,15 +99,25 @@ def test_python_dash_m_is_the_same_command(home: Path) -> None:
     assert (result.returncode, result.stdout) == (0, "No sessions yet.\n")
 
 
-def test_without_a_command_prints_help(home: Path) -> None:
-    result = toolscope(home)
+def test_help_names_the_commands_and_says_the_chat_is_the_default(home: Path) -> None:
+    result = toolscope(home, "--help")
     assert result.returncode == 0
     assert result.stdout.startswith("usage: toolscope")
-    assert "sessions" in result.stdout and "--lang" in result.stdout and "--config" in result.stdout
+    assert "chat" in result.stdout and "sessions" in result.stdout and "--lang" in result.stdout
+    assert "opens the chat" in result.stdout
+
+
+def test_chat_with_an_unknown_route_or_session_fails_in_one_line_before_the_interface(home: Path) -> None:
+    route = toolscope(home, "chat", "--route", "no/such-route")
+    assert route.returncode == 2 and "no/such-route" in route.stderr and "Traceback" not in route.stderr
+    session = toolscope(home, "chat", "--session", "20990101-000000-abcdef")
+    assert session.returncode == 1 and "no session" in session.stderr and "Traceback" not in session.stderr
+    latest = toolscope(home, "chat", "-c")
+    assert latest.returncode == 1 and "no session to continue" in latest.stderr
 
 
 def test_only_working_commands_are_offered(home: Path) -> None:
-    for missing in ("chat", "view"):
+    for missing in ("view",):
         result = toolscope(home, missing)
         assert result.returncode == 2
         assert "invalid choice" in result.stderr and "Traceback" not in result.stderr

@@ -7,11 +7,14 @@ apart by the payload's `type` (the SSE `event:` name when it has none):
   as `stop` or `tool-calls` by what was produced (`StreamTranslator._complete`).
 - `content_block_start` opens `text` and `thinking` lazily (an empty block opens nothing) and
   `tool_use` at once, with its `id` and `name` taken only when non-empty strings; other block types
-  (`redacted_thinking`, server tools) are skipped with their deltas.
+  are skipped with their deltas: `redacted_thinking` (encrypted, nothing to show, and the history
+  sends no thinking back) and server tools (`server_tool_use`, `*_tool_result`: the provider ran
+  them, so the loop must not, and their results reach the user through the text that follows).
 - `content_block_delta`: `text_delta`, `thinking_delta`, `input_json_delta` (arguments concatenate);
   `signature_delta`, `citations_delta` and unknown kinds are ignored.
 - `content_block_stop` closes the block; a tool call without `id` or `name` stays open, and
-  `message_stop` then ends in `MALFORMED_TOOL_CALL` (held usage first, no block-end).
+  `message_stop` then ends in `MALFORMED_TOOL_CALL` (held usage first, no block-end). A call
+  still open at a `max_tokens` stop was cut mid-JSON: it is closed `cut_off`.
 - `error` ends with its mapped failure; `ping` and unknown events are ignored; EOF before
   `message_stop` is `STREAM_CLOSED`; bad JSON or mis-shaped members are `MALFORMED_RESPONSE`.
 """
@@ -24,7 +27,7 @@ from collections.abc import Callable
 from app.i18n import _
 from app.llm.errors import MALFORMED_RESPONSE, Failure
 from app.llm.http import failure_from_error_payload
-from app.llm.stream import BlockDelta, BlockKind, OpenToolCall, StreamEvent, StreamTranslator, UsageReport
+from app.llm.stream import BlockKind, OpenToolCall, StreamEvent, StreamTranslator, UsageReport, identity
 
 _TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
 _FLOW_KINDS: dict[str, tuple[BlockKind, str, str]] = {
@@ -135,7 +138,7 @@ class AnthropicTranslator(StreamTranslator):
             self._blocks[wire_index] = flow
             self._flow_text(flow, block.get(flow.field), events)
         elif block_type == "tool_use":
-            call_id, name = _identity(block.get("id")), _identity(block.get("name"))
+            call_id, name = identity(block.get("id")), identity(block.get("name"))
             call = self._open_call(wire_index, call_id, name, events)
             start_input = block.get("input")
             if type(start_input) is dict and start_input:
@@ -163,8 +166,7 @@ class AnthropicTranslator(StreamTranslator):
             if delta_type == "input_json_delta":
                 fragment = delta.get("partial_json")
                 if fragment and type(fragment) is str:
-                    block.parts.append(fragment)
-                    events.append(BlockDelta(block.index, fragment))
+                    self._delta(block.index, fragment, events, block.parts)
             elif delta_type in ("text_delta", "thinking_delta"):
                 raise _Malformed("content_block_delta.delta.type")
         return events
@@ -176,7 +178,7 @@ class AnthropicTranslator(StreamTranslator):
             if flow.index >= 0:
                 raise _Malformed("content_block_delta.index")  # a closed block cannot reopen
             flow.index = self._open_flow(flow.kind, events)
-        events.append(BlockDelta(flow.index, text))
+        self._delta(flow.index, text, events)
 
     def _block_stop(self, payload: dict) -> list[StreamEvent]:
         block = self._blocks.pop(_block_index(payload), None)
@@ -192,6 +194,10 @@ class AnthropicTranslator(StreamTranslator):
 
     def _message_stop(self, payload: dict) -> list[StreamEvent]:
         return self._complete(truncated=self._stop_reason in _TRUNCATING_STOP_REASONS)
+
+    def _cut_off(self, call: OpenToolCall) -> bool:
+        # Still open at a truncating stop: its `content_block_stop` never came, whatever its JSON.
+        return True
 
     def _error(self, payload: dict) -> list[StreamEvent]:
         return self.fail(failure_from_error_payload(payload.get("error", payload)))
@@ -211,10 +217,6 @@ def _block_index(payload: dict) -> int:
     if type(index) is not int:
         raise _Malformed(f"{payload.get('type')}.index")
     return index
-
-
-def _identity(value: object) -> str | None:
-    return value if value and type(value) is str else None
 
 
 def _malformed(member: str) -> Failure:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.llm.projection import Declaration, ProjectedRequest, UpdateBlock
+from app.llm.routes import ReasoningHistory
+from app.llm.stream import is_json_object
 from app.session.view import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (it was compacted):\n\n"
@@ -78,14 +80,23 @@ def _block(block: UpdateBlock) -> dict[str, Any]:
 
 
 def build_chat_request(
-    projected: ProjectedRequest, *, model: str, config: Mapping[str, Any]
+    projected: ProjectedRequest,
+    *,
+    model: str,
+    config: Mapping[str, Any],
+    reasoning_field: ReasoningHistory = "reasoning_content",
 ) -> WireRequest:
     """Render `projected` for `model` with the header's `config` (temperature, max_tokens,
-    reasoning_effort; other keys are not request settings of this wire and are left out)."""
+    reasoning_effort; other keys are not request settings of this wire and are left out).
+    Past reasoning goes back in `reasoning_field` (the route's `reasoning_history`)."""
     messages: list[dict[str, Any]] = []
     if projected.system:
         messages.append({"role": "system", "content": projected.system})
-    group_indexes = assemble(projected, messages, _append)
+
+    def append(messages: list[dict[str, Any]], item: Message) -> None:
+        messages.append(_message(item, reasoning_field))
+
+    group_indexes = assemble(projected, messages, append)
 
     body: dict[str, Any] = {"model": model, "messages": messages}
     if projected.declarations:
@@ -111,11 +122,7 @@ def _tool(declaration: Declaration) -> dict[str, Any]:
     return wire
 
 
-def _append(messages: list[dict[str, Any]], item: Message) -> None:
-    messages.append(_message(item))
-
-
-def _message(item: Message) -> dict[str, Any]:
+def _message(item: Message, reasoning_field: ReasoningHistory) -> dict[str, Any]:
     if isinstance(item, UserItem):
         return {"role": "user", "content": item.text}
     if isinstance(item, SummaryItem):
@@ -123,27 +130,36 @@ def _message(item: Message) -> dict[str, Any]:
     if isinstance(item, ToolResultItem):
         return {"role": "tool", "tool_call_id": item.call_id, "content": item.content}
     if isinstance(item, AssistantItem):
-        return _assistant(item)
+        return _assistant(item, reasoning_field)
     # A developer message reaches the wire only as an update group, never as a message.
     raise TypeError(f"not a conversation message: {item!r}")
 
 
-def _assistant(item: AssistantItem) -> dict[str, Any]:
+def _assistant(item: AssistantItem, reasoning_field: ReasoningHistory) -> dict[str, Any]:
     # `content` is a string even on tool-call turns: DeepSeek's history check rejects null there.
     wire: dict[str, Any] = {"role": "assistant", "content": item.text}
-    if item.reasoning:
-        # Thinking-mode tool loops must pass reasoning back, or the API answers 400.
-        wire["reasoning_content"] = item.reasoning
+    if item.reasoning and reasoning_field != "none":
+        # DeepSeek's thinking-mode tool loops must pass reasoning back, or the API answers 400.
+        wire[reasoning_field] = item.reasoning
     if item.tool_calls:
         wire["tool_calls"] = [
             {
                 "id": call.call_id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
+                "function": {"name": call.name, "arguments": _wire_arguments(call.arguments)},
             }
             for call in item.tool_calls
         ]
     return wire
+
+
+def _wire_arguments(arguments: str) -> str:
+    """A call's arguments as the history sends them: verbatim when a JSON object, else `{}`.
+
+    Arguments the output limit cut off (or that a model wrote broken) are kept in the log, and the
+    call's error result says what happened; servers that parse the history (vLLM's chat templates
+    do) would refuse the whole request over them. The anthropic-messages body does the same."""
+    return arguments if is_json_object(arguments) else "{}"
 
 
 def _settings(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,10 +7,13 @@ type checks instead of validating `wire.WireChunk` models (the tests prove the t
 Rules, beyond the shared ones in `StreamTranslator`:
 - A tool call's `id` and `function.name` are identity: taken only when a non-empty string. `None`,
   `""` and non-strings keep the established value; identity is never concatenated. `arguments`
-  concatenate. Calls are keyed by `index`, so parallel calls keep their own identity.
-- Empty `content` / `reasoning_content` (and a first tool-call fragment with nothing usable) open
-  nothing.
-- The finish reason is held until `[DONE]`, because the usage chunk comes after it.
+  concatenate. Calls are keyed by `index`, so parallel calls keep their own identity; a fragment
+  without `index` (Mistral) is keyed by its position in the `tool_calls` array.
+- Reasoning is `reasoning_content` (DeepSeek), else `reasoning` (Groq, OpenRouter, vLLM), else the
+  text of `reasoning_details` (OpenRouter): one field per delta, as they repeat each other.
+- Empty `content` / reasoning (and a first tool-call fragment with nothing usable) open nothing.
+- The finish reason is held until `[DONE]`, because the usage chunk comes after it. After
+  `length`, a call whose arguments are not a whole JSON object is closed `cut_off`.
 - `[DONE]` with a call still missing `id` or `name` ends in `MALFORMED_TOOL_CALL` (held usage first,
   no block-end); EOF before `[DONE]` is `STREAM_CLOSED`; unparsable or mis-shaped chunks are
   `MALFORMED_RESPONSE`; an `error` member ends with its mapped failure.
@@ -23,7 +26,7 @@ import json
 from app.i18n import _
 from app.llm.errors import MALFORMED_RESPONSE, SERVER, Failure
 from app.llm.http import failure_from_error_payload
-from app.llm.stream import BlockDelta, OpenToolCall, StreamEvent, StreamTranslator, UsageReport
+from app.llm.stream import OpenToolCall, StreamEvent, StreamTranslator, UsageReport, identity
 
 _decode = json.JSONDecoder().decode
 
@@ -89,31 +92,33 @@ class DeepSeekTranslator(StreamTranslator):
         if delta:
             if type(delta) is not dict:
                 raise _Malformed("choices[].delta")
-            text = delta.get("reasoning_content")
-            if text and type(text) is str:
+            text = _reasoning_of(delta)
+            if text:
                 if self._flow_kind != "reasoning":
                     self._open_flow("reasoning", events)
-                events.append(BlockDelta(self._flow_index, text))
+                self._delta(self._flow_index, text, events)
             text = delta.get("content")
             if text and type(text) is str:
                 if self._flow_kind != "text":
                     self._open_flow("text", events)
-                events.append(BlockDelta(self._flow_index, text))
+                self._delta(self._flow_index, text, events)
             fragments = delta.get("tool_calls")
             if fragments is not None:
                 if type(fragments) is not list:
                     raise _Malformed("choices[].delta.tool_calls")
-                for fragment in fragments:
-                    self._feed_tool_call(fragment, events)
+                for position, fragment in enumerate(fragments):
+                    self._feed_tool_call(position, fragment, events)
         reason = choice.get("finish_reason")
         if reason is not None and type(reason) is str:
             self._finish_reason = reason
 
-    def _feed_tool_call(self, fragment: object, events: list[StreamEvent]) -> None:
+    def _feed_tool_call(self, position: int, fragment: object, events: list[StreamEvent]) -> None:
         if type(fragment) is not dict:
             raise _Malformed("tool_calls[]")
         wire_index = fragment.get("index")
-        if type(wire_index) is not int:
+        if wire_index is None:
+            wire_index = position  # Mistral's API sends no `index`: the array position is the call
+        elif type(wire_index) is not int:
             raise _Malformed("tool_calls[].index")
         function = fragment.get("function")
         if function is None:
@@ -123,29 +128,49 @@ class DeepSeekTranslator(StreamTranslator):
             arguments = function.get("arguments")
         else:
             raise _Malformed("tool_calls[].function")
-        call_id = fragment.get("id")
+        call_id = identity(fragment.get("id"))
+        name = identity(name)
         call = self._calls_by_wire_index.get(wire_index)
         if call is None:
-            call_id = call_id if call_id and type(call_id) is str else None
-            name = name if name and type(name) is str else None
             if call_id is None and name is None and not (arguments and type(arguments) is str):
                 return
             call = self._open_call(wire_index, call_id, name, events)
             self._calls_by_wire_index[wire_index] = call
         else:
-            if call_id and type(call_id) is str:
+            if call_id is not None:
                 call.call_id = call_id
-            if name and type(name) is str:
+            if name is not None:
                 call.name = name
         if arguments and type(arguments) is str:
-            call.parts.append(arguments)
-            events.append(BlockDelta(call.index, arguments))
+            self._delta(call.index, arguments, events, call.parts)
 
     def _done(self) -> list[StreamEvent]:
         if self._finish_reason == "insufficient_system_resource":
             message = _("The provider ran out of capacity and cut the response short.")
             return self.fail(Failure(code=SERVER, message=message))
         return self._complete(truncated=self._finish_reason == "length")
+
+
+def _reasoning_of(delta: dict) -> str | None:
+    """The delta's reasoning text, from the first field that carries some: DeepSeek's
+    `reasoning_content`, then `reasoning` (Groq, OpenRouter, vLLM), then the text entries of
+    OpenRouter's `reasoning_details`. One field only, because OpenRouter sends the same text in
+    `reasoning` and `reasoning_details` (and some vLLM versions in both `reasoning*` fields)."""
+    for name in ("reasoning_content", "reasoning"):
+        text = delta.get(name)
+        if text and type(text) is str:
+            return text
+    details = delta.get("reasoning_details")
+    if type(details) is not list:
+        return None
+    texts = []
+    for detail in details:
+        if type(detail) is dict:
+            kind = detail.get("type")
+            text = detail.get("text" if kind == "reasoning.text" else "summary" if kind == "reasoning.summary" else "")
+            if text and type(text) is str:
+                texts.append(text)
+    return "".join(texts)
 
 
 def _malformed(member: str) -> Failure:

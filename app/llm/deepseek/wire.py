@@ -3,7 +3,8 @@
 These models document what `DeepSeekTranslator` reads. They are lax about types and keep unknown
 keys, like the providers and gateways that send them. `null` is admitted where gateways send it —
 `id`, `function.name`, `function.arguments`, `content`, `reasoning_content` — so the translator's
-runtime identity guard is load-bearing, not speculative (seed 004). Indexes are strict integers.
+runtime identity guard is load-bearing, not speculative (seed 004). Indexes are strict integers; a
+tool-call fragment may lack one (Mistral), and then its position in `tool_calls` stands in.
 
 The translator does not validate chunks with these models on its hot path (plain `json.loads` and
 careful dict access are several times faster); the tests prove the two agree: the translator never
@@ -29,10 +30,11 @@ class WireFunctionDelta(WireModel):
 
 
 class WireToolCallDelta(WireModel):
-    """One fragment of a tool call. Calls are keyed by `index`; `id` and `function.name` are
-    identity (taken when a non-empty string, never concatenated), `arguments` concatenate."""
+    """One fragment of a tool call. Calls are keyed by `index` (absent: the fragment's position in
+    the array); `id` and `function.name` are identity (taken when a non-empty string, never
+    concatenated), `arguments` concatenate."""
 
-    index: StrictIndex
+    index: StrictIndex | None = None
     id: str | None = None
     type: str | None = None
     function: WireFunctionDelta | None = None
@@ -42,6 +44,11 @@ class WireDelta(WireModel):
     role: str | None = None
     content: str | None = None
     reasoning_content: str | None = None
+    reasoning: str | None = None
+    """Groq, OpenRouter and recent vLLM name the reasoning text so."""
+    reasoning_details: list[Any] | None = None
+    """OpenRouter's structured reasoning: `reasoning.text` entries carry `text`,
+    `reasoning.summary` ones `summary`."""
     tool_calls: list[WireToolCallDelta] | None = None
 
 

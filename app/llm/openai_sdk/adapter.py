@@ -207,9 +207,11 @@ def _payload(chunk: object) -> str:
     """A chunk as the JSON text the translator reads. The client builds chunk models without
     validating them, so unknown members (`reasoning_content`, `prompt_cache_hit_tokens`), `null` or
     empty identity and wrong types all survive; a payload that is not an object arrives as the bare
-    JSON value and the translator rejects it."""
+    JSON value and the translator rejects it. `json.dumps` escapes what a UTF-8 encoder would refuse
+    (a lone UTF-16 surrogate from a `\\ud83d` escape), so the translator repairs it as on the other
+    routes; the model's own `to_json` would raise."""
     if isinstance(chunk, openai.BaseModel):
-        return chunk.to_json(indent=None, warnings=False)
+        return json.dumps(chunk.to_dict(mode="json", warnings=False))
     return json.dumps(chunk)
 
 

@@ -13,12 +13,17 @@ from typing import Any
 
 from app.llm.deepseek.body import WireRequest, build_chat_request
 from app.llm.projection import ProjectedRequest
+from app.llm.routes import ReasoningHistory
 
 
 def build_openai_request(
-    projected: ProjectedRequest, *, model: str, config: Mapping[str, Any]
+    projected: ProjectedRequest,
+    *,
+    model: str,
+    config: Mapping[str, Any],
+    reasoning_field: ReasoningHistory = "reasoning_content",
 ) -> WireRequest:
-    wire = build_chat_request(projected, model=model, config={})
+    wire = build_chat_request(projected, model=model, config={}, reasoning_field=reasoning_field)
     wire.body.update(_settings(config))
     return wire
 

@@ -100,13 +100,14 @@ class RouteSpec:
     tool_update: str = "addition-only"
     system_prompt: str = "top"
     idle_timeout: float | None = None
+    dialect: str = "deepseek-chat"
 
 
 def route_table(base_url: str, route: RouteSpec) -> dict[str, str | float]:
-    """The `[[routes]]` table of a DeepSeek-format route to the loopback server."""
+    """The `[[routes]]` table of a route to the loopback server (DeepSeek format unless told)."""
     table: dict[str, str | float] = {
         "id": route.id,
-        "dialect": "deepseek-chat",
+        "dialect": route.dialect,
         "model": "e2e-model",
         "base_url": base_url,
         "api_key_env": KEY_ENV,

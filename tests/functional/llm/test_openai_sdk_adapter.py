@@ -141,6 +141,39 @@ def test_a_length_finish_is_max_tokens():
     assert events[-1] == Finish("max-tokens")
 
 
+def test_provider_shapes_mistral_calls_without_index_and_reasoning_fields():
+    # As on the deepseek-chat route: a call without `index`, Groq's `reasoning`, OpenRouter's comments.
+    body = b": OPENROUTER PROCESSING\n\n" + sse(
+        {"id": "", "object": "", "created": 0, "model": "", "choices": []},
+        chunk({"role": "assistant", "content": "", "reasoning": "Weather ", "channel": "analysis"}),
+        chunk({"reasoning": None, "reasoning_details": [{"type": "reasoning.text", "text": "needed.", "index": 0}]}),
+        chunk({"content": None, "tool_calls": [{"id": "gSIMJiOkT", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]}, "tool_calls"),
+        "[DONE]",
+    )
+    events, _ = sdk_exchange(Reply(pieces=split_every(body, [41, 3])))
+    result = summary(events)
+    assert (result["reasoning"], result["calls"], result["finish"]) == (
+        "Weather needed.", [("gSIMJiOkT", "weather", '{"city": "Oslo"}')], Finish("tool-calls")
+    )
+
+
+def test_split_surrogate_pairs_are_joined_on_the_openai_sdk_route_too():
+    """The client's chunk models cannot serialise a lone surrogate; the adapter must not crash."""
+    pieces = [
+        json.dumps(chunk({"reasoning_content": "think \ud83d"})),
+        json.dumps(chunk({"reasoning_content": "\ude00"})),
+        json.dumps(chunk({"content": "smile \ud83d"})),
+        json.dumps(chunk({"content": "\ude00 lone \ude00"})),
+        json.dumps(chunk({"tool_calls": [call(0, "call_1", "say", '{"t": "\ud83d')]})),
+        json.dumps(chunk({"tool_calls": [call(0, None, None, '\ude00"}')]})),
+        json.dumps(chunk({}, "tool_calls")),
+    ]
+    events, _ = sdk_exchange(Reply(pieces=[sse(*pieces, "[DONE]")]))
+    result = summary(events)
+    assert (result["reasoning"], result["text"]) == ("think \U0001f600", "smile \U0001f600 lone \ufffd")
+    assert result["calls"] == [("call_1", "say", '{"t": "\U0001f600"}')]
+
+
 # --- the end of the stream ------------------------------------------------------------------------
 
 

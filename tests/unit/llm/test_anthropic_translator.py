@@ -223,6 +223,93 @@ def test_other_block_types_are_skipped_with_their_deltas():
     assert (result.text, result.reasoning, [s.kind for s in result.starts]) == ("Hi", "", ["text"])
 
 
+def test_server_tool_blocks_mixed_with_tool_use_are_skipped_and_only_the_client_call_closes():
+    # Shaped like a tool-search stream: the provider's own tool runs between two texts, then a client call.
+    events = [
+        message_start(input_tokens=40),
+        *text_block(0, "Searching."),
+        block_start(1, {"type": "server_tool_use", "id": "srvtoolu_01", "name": "tool_search_tool_regex", "input": {}}),
+        delta(1, type="input_json_delta", partial_json='{"pattern": "rate"}'),
+        stop(1),
+        block_start(2, {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_01", "content": {"type": "tool_search_tool_search_result", "tool_references": []}}),
+        stop(2),
+        *text_block(3, "Found it."),
+        *tool_block(4, "toolu_02", "get_rate", '{"from": "USD"', ', "to": "EUR"}'),
+        message_delta("tool_use", output_tokens=20),
+        MESSAGE_STOP,
+    ]
+    result = assemble(translate(events))
+    assert result.text == "Searching.Found it."
+    assert result.calls == [("toolu_02", "get_rate", '{"from": "USD", "to": "EUR"}')]
+    assert result.finish == Finish("tool-calls")
+
+
+def test_redacted_thinking_blocks_show_nothing_and_keep_the_text():
+    events = [
+        message_start(input_tokens=9),
+        block_start(0, {"type": "redacted_thinking", "data": "EqkECkYIBxgC"}),
+        stop(0),
+        block_start(1, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3"}),
+        stop(1),
+        *text_block(2, "The answer ", "is 4."),
+        message_delta("end_turn", output_tokens=88),
+        MESSAGE_STOP,
+    ]
+    result = assemble(translate(events))
+    assert (result.reasoning, result.text, result.finish) == ("", "The answer is 4.", Finish("stop"))
+
+
+def test_a_tool_use_whose_only_fragment_is_empty_has_empty_object_arguments():
+    events = [message_start(), *text_block(0, "Updating."), *tool_block(1, "toolu_03", "update_list", ""), message_delta("tool_use"), MESSAGE_STOP]
+    assert assemble(translate(events)).calls == [("toolu_03", "update_list", "{}")]
+
+
+def test_max_tokens_mid_tool_json_closes_the_call_cut_off_and_finishes_max_tokens():
+    # No `content_block_stop` for the call: the output limit cut it mid-JSON.
+    events = [
+        message_start(input_tokens=30),
+        *text_block(0, "Writing the file."),
+        block_start(1, {"type": "tool_use", "id": "toolu_04", "name": "make_file", "input": {}}),
+        delta(1, type="input_json_delta", partial_json=""),
+        delta(1, type="input_json_delta", partial_json='{"filename": "taxes.txt'),
+        delta(1, type="input_json_delta", partial_json='", "lines": ["Filing'),
+        message_delta("max_tokens", output_tokens=124),
+        MESSAGE_STOP,
+    ]
+    result = assemble(translate(events))
+    assert result.finish == Finish("max-tokens")
+    (end,) = [end for end in result.ends if end.call_id]
+    assert (end.call_id, end.arguments, end.cut_off) == ("toolu_04", '{"filename": "taxes.txt", "lines": ["Filing', True)
+
+
+def test_max_tokens_right_after_a_tool_use_starts_is_cut_off_even_with_object_arguments():
+    events = [message_start(), block_start(0, {"type": "tool_use", "id": "toolu_05", "name": "run", "input": {}}), message_delta("max_tokens"), MESSAGE_STOP]
+    (end,) = assemble(translate(events)).ends
+    assert (end.arguments, end.cut_off) == ("{}", True)
+
+
+def test_max_tokens_after_a_finished_tool_use_keeps_it_whole():
+    events = [message_start(), *tool_block(0, "toolu_06", "run", "{}"), message_delta("max_tokens"), MESSAGE_STOP]
+    result = assemble(translate(events))
+    assert result.finish == Finish("max-tokens") and [end.cut_off for end in result.ends] == [False]
+
+
+@pytest.mark.parametrize("kind", ["text", "thinking", "tool_use"])
+def test_a_surrogate_pair_split_across_deltas_is_joined_and_a_lone_one_replaced(kind):
+    if kind == "tool_use":
+        start = block_start(0, {"type": "tool_use", "id": "toolu_07", "name": "say", "input": {}})
+        pieces = ['{"t": "\\ud83d', '\\ude00 \\ude00"}']
+        fragments = [("content_block_delta", '{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "%s"}}' % p.replace('"', '\\"')) for p in pieces]
+    else:
+        field, delta_type = ("text", "text_delta") if kind == "text" else ("thinking", "thinking_delta")
+        start = block_start(0, {"type": kind, field: ""})
+        pieces = ["a\\ud83d", "\\ude00 \\ude00"]
+        fragments = [("content_block_delta", '{"type": "content_block_delta", "index": 0, "delta": {"type": "%s", "%s": "%s"}}' % (delta_type, field, p)) for p in pieces]
+    result = assemble(translate([message_start(), start, *fragments, stop(0), message_delta("end_turn"), MESSAGE_STOP]))
+    produced = result.calls[0][2] if result.calls else result.text + result.reasoning
+    assert produced == ('{"t": "\U0001f600 \ufffd"}' if kind == "tool_use" else "a\U0001f600 \ufffd")
+
+
 def test_unknown_events_and_delta_kinds_are_ignored():
     events = [
         message_start(),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.llm.deepseek.body import SUMMARY_PREFIX, build_chat_request
+from app.llm.dispatch import build_wire
+from app.llm.routes import load_catalog
 from app.llm.projection import BlockGroup, Declaration, ProjectedRequest, UpdateBlock
 from app.session.events import (
     InstructionsUpdate,
@@ -152,6 +154,31 @@ def test_tool_call_turn_content_is_never_null():
     message = build(projected([user(1), assistant(2, call)])).body["messages"][-1]
     assert message["content"] == ""
     assert "reasoning_content" not in message
+
+
+@pytest.mark.parametrize(
+    ("route_key", "fields"),
+    [
+        ({}, {"reasoning_content": "Look first."}),  # DeepSeek's thinking mode wants it back
+        ({"reasoning_history": "reasoning"}, {"reasoning": "Look first."}),  # OpenRouter, vLLM
+        ({"reasoning_history": "none"}, {}),  # Groq answers 400 to either field
+    ],
+)
+def test_past_reasoning_goes_back_in_the_field_the_route_names(route_key, fields):
+    route = load_catalog([{"id": "x/chat", "dialect": "deepseek-chat", "model": "m", "base_url": "http://h", **route_key}]).get("x/chat")
+    call = ToolCallContent(call_id="call_1", name="read", arguments="{}")
+    reasoned = assistant(2, ReasoningContent(text="Look first."), call)
+    for wire in (build_wire(projected([user(1), reasoned]), route, {}), build_wire(projected([user(1), reasoned]), route.model_copy(update={"dialect": "openai-sdk"}), {})):
+        message = wire.body["messages"][-1]
+        assert {key: message[key] for key in ("reasoning_content", "reasoning") if key in message} == fields
+
+
+def test_arguments_that_are_not_a_json_object_go_back_as_an_empty_object():
+    # A call the output limit cut off keeps its partial arguments in the log; servers that parse the
+    # history (vLLM's chat templates) would refuse them.
+    calls = [ToolCallContent(call_id=f"call_{n}", name="write", arguments=text) for n, text in enumerate(['{"path": "b.txt", "content": "ha', "", "[1]", '{"a": 1}'])]
+    message = build(projected([user(1), assistant(2, *calls)])).body["messages"][-1]
+    assert [c["function"]["arguments"] for c in message["tool_calls"]] == ["{}", "{}", "{}", '{"a": 1}']
 
 
 def test_summary_prefix_is_fixed_english():

@@ -291,7 +291,7 @@ def test_a_non_object_chunk_is_a_malformed_response(payload):
         ({"choices": [{"delta": "text"}]}, "choices[].delta"),
         ({"choices": [{"delta": {"tool_calls": {"index": 0}}}]}, "choices[].delta.tool_calls"),
         ({"choices": [{"delta": {"tool_calls": ["x"]}}]}, "tool_calls[]"),
-        ({"choices": [{"delta": {"tool_calls": [{"id": "c", "function": {"name": "t"}}]}}]}, "tool_calls[].index"),
+        ({"choices": [{"delta": {"tool_calls": [{"index": "0", "id": "c"}]}}]}, "tool_calls[].index"),
         ({"choices": [{"delta": {"tool_calls": [{"index": 1.0, "id": "c"}]}}]}, "tool_calls[].index"),
         ({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "t"}]}}]}, "tool_calls[].function"),
         ({"choices": [], "usage": [1, 2]}, "usage"),
@@ -379,3 +379,212 @@ def test_abort_and_fail_report_held_usage_and_leave_blocks_open():
     events = translator.abort()
     assert events == [UsageReport(100, 20, 60, 0), Finish("aborted")]
     assert translator.abort() == [] and translator.end_of_stream() == []
+
+
+# --- streams as real providers send them (issue 9; hand-written, shaped like the recordings) -------
+
+
+def bare_call(id: object, name: object, arguments: object) -> dict:
+    """A tool-call fragment as Mistral's API sends it: no `index` member."""
+    return {"id": id, "function": {"name": name, "arguments": arguments}}
+
+
+def test_a_call_without_index_is_placed_by_its_position_in_the_array():
+    # Mistral: the whole call in one fragment without `index`, finish and usage in the same chunk.
+    last = json.loads(chunk({"content": None, "tool_calls": [bare_call("gSIMJiOk", "weather", '{"city": "Oslo"}')]}, "tool_calls"))
+    last["usage"] = {"prompt_tokens": 12, "completion_tokens": 3}
+    result = assemble(translate([chunk({"role": "assistant", "content": ""}), json.dumps(last), DONE]))
+    assert result.finish == Finish("tool-calls")
+    assert result.calls == [("gSIMJiOk", "weather", '{"city": "Oslo"}')]
+    assert result.usage == UsageReport(12, 3, 0, 0)
+
+
+def test_calls_without_index_keep_seed_004_identity_rules_by_position():
+    result = assemble(
+        translate(
+            [
+                chunk({"tool_calls": [bare_call("call_a", "read", ""), bare_call("call_b", "grep", "")]}),
+                chunk({"tool_calls": [bare_call("", None, '{"path":'), bare_call(None, "", '{"q":')]}),
+                chunk({"tool_calls": [bare_call(None, None, ' "a"}'), bare_call("", "", ' "b"}')]}),
+                chunk(finish="tool_calls"),
+                DONE,
+            ]
+        )
+    )
+    assert result.calls == [("call_a", "read", '{"path": "a"}'), ("call_b", "grep", '{"q": "b"}')]
+
+
+def test_a_call_at_index_1_is_the_first_and_only_call():
+    # Anthropic's OpenAI-compatible gateway numbers its first call 1 (index 0 was the text).
+    result = assemble(
+        translate(
+            [
+                chunk({"role": "assistant", "content": "Reading."}),
+                call(1, id="toolu_x", name="read_file", arguments=""),
+                call(1, arguments='{"path": "a.txt"}'),
+                chunk(finish="tool_calls"),
+                DONE,
+            ]
+        )
+    )
+    assert result.text == "Reading." and result.calls == [("toolu_x", "read_file", '{"path": "a.txt"}')]
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_comes_from_reasoning_content_or_reasoning(field):
+    result = assemble(
+        translate(
+            [
+                chunk({"role": "assistant", "content": "", field: ""}),
+                chunk({field: "Two plus two"}),
+                chunk({field: " is four.", "channel": "analysis"}),
+                chunk({"content": "4"}),
+                chunk(finish="stop"),
+                DONE,
+            ]
+        )
+    )
+    assert (result.reasoning, result.text) == ("Two plus two is four.", "4")
+    assert [start.kind for start in result.starts] == ["reasoning", "text"]
+
+
+def test_openrouter_reasoning_and_reasoning_details_say_the_same_once():
+    def both(text: str | None, detail: str) -> str:
+        details = [{"type": "reasoning.text", "text": detail, "format": "anthropic-claude-v1", "index": 0}]
+        return chunk({"role": "assistant", "content": "", "reasoning": text, "reasoning_details": details})
+
+    signature = [{"type": "reasoning.text", "signature": "Et0BCkgI", "format": "anthropic-claude-v1", "index": 0}]
+    result = assemble(
+        translate(
+            [
+                chunk({"role": "assistant", "content": "", "reasoning": None, "reasoning_details": []}),
+                both(None, ""),
+                both("Simple ", "Simple "),
+                both("arithmetic.", "arithmetic."),
+                chunk({"content": "", "reasoning": None, "reasoning_details": signature}),
+                chunk({"content": "2 + 2 = 4", "reasoning": None, "reasoning_details": []}),
+                chunk({"content": ""}, "stop"),
+                DONE,
+            ]
+        )
+    )
+    assert (result.reasoning, result.text) == ("Simple arithmetic.", "2 + 2 = 4")
+
+
+def test_reasoning_details_alone_give_their_text_and_summaries():
+    details = [
+        {"type": "reasoning.summary", "summary": "Plan: ", "index": 0},
+        {"type": "reasoning.encrypted", "data": "gAAAAB", "index": 1},
+        {"type": "reasoning.text", "text": "add.", "index": 2},
+    ]
+    result = assemble(translate([chunk({"reasoning_details": details}), chunk({"content": "4"}, "stop"), DONE]))
+    assert (result.reasoning, result.text) == ("Plan: add.", "4")
+
+
+def test_explicit_nulls_and_empty_choices_chunks_are_absent_members():
+    # Azure: a first chunk with `choices: []` and empty id/model; DeepSeek on Azure: `null` everywhere.
+    first = json.dumps({"id": "", "model": "", "choices": [], "prompt_filter_results": [{"prompt_index": 0}]})
+    nulls = {"role": None, "content": "Hi", "reasoning_content": None, "tool_calls": None, "function_call": None, "refusal": None}
+    usage = json.dumps({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1, "completion_tokens_details": None}})
+    result = assemble(
+        translate([first, chunk(nulls, logprobs=None), chunk({"content": None}, "stop", usage=None), usage, DONE])
+    )
+    assert result.text == "Hi" and result.finish == Finish("stop") and result.usage == UsageReport(5, 1, 0, 0)
+
+
+def test_length_with_a_complete_call_closes_it_whole():
+    result = assemble(translate([call(0, id="call_1", name="read", arguments="{}"), chunk(finish="length"), DONE]))
+    assert result.finish == Finish("max-tokens")
+    assert [(end.arguments, end.cut_off) for end in result.ends] == [("{}", False)]
+
+
+def test_length_mid_arguments_closes_the_call_cut_off():
+    result = assemble(
+        translate(
+            [
+                call(0, id="call_1", name="read", arguments='{"path": "a"}'),
+                call(1, id="call_2", name="write", arguments='{"path": "b", "content": "lo'),
+                call(2, id="call_3", name="list", arguments=""),
+                chunk(finish="length"),
+                USAGE,
+                DONE,
+            ]
+        )
+    )
+    assert result.finish == Finish("max-tokens")
+    assert [(end.call_id, end.arguments, end.cut_off) for end in result.ends] == [
+        ("call_1", '{"path": "a"}', False),
+        ("call_2", '{"path": "b", "content": "lo', True),
+        ("call_3", "", True),
+    ]
+
+
+# --- UTF-16 surrogates from JSON escapes (issue 8 item 8) ----------------------------------------
+
+HIGH, LOW = "\\ud83d", "\\ude00"
+"""The JSON escapes of U+1F600's surrogate pair, as JavaScript gateways split them."""
+
+
+def raw_chunk(delta_json: str) -> str:
+    return '{"choices": [{"index": 0, "delta": %s}]}' % delta_json
+
+
+@pytest.mark.parametrize("field", ["content", "reasoning_content", "reasoning"])
+def test_a_surrogate_pair_split_across_deltas_is_joined(field):
+    result = assemble(
+        translate(
+            [
+                raw_chunk('{"%s": "smile %s"}' % (field, HIGH)),
+                raw_chunk('{"%s": "%s!"}' % (field, LOW)),
+                chunk(finish="stop"),
+                DONE,
+            ]
+        )
+    )
+    assert result.text + result.reasoning == "smile \U0001f600!"
+
+
+def test_a_split_pair_in_tool_arguments_is_joined_in_deltas_and_arguments():
+    events = translate(
+        [
+            raw_chunk('{"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "say", "arguments": "{\\"t\\": \\"%s"}}]}' % HIGH),
+            raw_chunk('{"tool_calls": [{"index": 0, "function": {"arguments": "%s\\"}"}}]}' % LOW),
+            chunk(finish="tool_calls"),
+            DONE,
+        ]
+    )
+    result = assemble(events)
+    assert result.calls == [("call_1", "say", '{"t": "\U0001f600"}')]
+    assert "".join(e.text for e in events if isinstance(e, BlockDelta)) == '{"t": "\U0001f600"}'
+
+
+def test_lone_surrogates_become_replacement_characters_and_nothing_is_lost():
+    result = assemble(
+        translate(
+            [
+                raw_chunk('{"content": "a%sb"}' % LOW),
+                raw_chunk('{"content": "c%s"}' % HIGH),
+                raw_chunk('{"reasoning_content": "then %s"}' % HIGH),
+                raw_chunk('{"content": "%s%s"}' % (HIGH, HIGH)),
+                raw_chunk('{"content": "%sz"}' % LOW),
+                chunk(finish="stop"),
+                DONE,
+            ]
+        )
+    )
+    assert result.text == "a\ufffdbc\ufffd\ufffd\U0001f600z"
+    assert result.reasoning == "then \ufffd"
+
+
+def test_a_held_surrogate_is_released_when_the_stream_fails():
+    result = assemble(translate([raw_chunk('{"content": "x%s"}' % HIGH)], eof=True))
+    assert result.code == STREAM_CLOSED and result.text == "x\ufffd"
+
+
+def test_surrogates_in_identity_and_error_messages_are_replaced():
+    result = assemble(
+        translate([raw_chunk('{"tool_calls": [{"index": 0, "id": "c%s", "function": {"name": "n%s", "arguments": "{}"}}]}' % (HIGH, LOW)), chunk(finish="tool_calls"), DONE])
+    )
+    assert result.calls == [("c\ufffd", "n\ufffd", "{}")]
+    failed = assemble(translate(['{"error": {"message": "bad %s", "type": "server_error"}}' % HIGH]))
+    assert failed.finish.failure.message.endswith("bad \ufffd")

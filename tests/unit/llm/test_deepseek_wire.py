@@ -53,7 +53,7 @@ def chunks(draw: st.DrawFn) -> dict:
         return item if pool is VALID else draw(st.sampled_from([item, item, item, "x", 3, {"index": 0, "function": "f"}]))
 
     tool_calls = [fragment() for _ in range(draw(st.integers(0, 3)))]
-    delta = _members(content=pick("text"), reasoning_content=pick("text"), tool_calls=tool_calls if draw(st.booleans()) else ABSENT)
+    delta = _members(content=pick("text"), reasoning_content=pick("text"), reasoning=pick("text"), tool_calls=tool_calls if draw(st.booleans()) else ABSENT)
     choice = _members(index=pick("choice_index"), delta=delta, finish_reason=pick("finish"))
     choices = [choice] if pool is VALID else draw(st.sampled_from([[choice], [choice, choice], [], None, "x", ["x"]]))
     return _members(choices=choices, usage=pick("usage"))
@@ -66,18 +66,20 @@ def typed_reading(model: WireChunk) -> tuple[list[tuple[str, str]], list[tuple[s
     for choice in model.choices or []:
         if choice.index != 0 or choice.delta is None:
             continue
-        if choice.delta.reasoning_content:
-            deltas.append(("reasoning", choice.delta.reasoning_content))
+        reasoning = choice.delta.reasoning_content or choice.delta.reasoning
+        if reasoning:
+            deltas.append(("reasoning", reasoning))
         if choice.delta.content:
             deltas.append(("text", choice.delta.content))
-        for fragment in choice.delta.tool_calls or []:
+        for position, fragment in enumerate(choice.delta.tool_calls or []):
             name = fragment.function.name if fragment.function else None
             arguments = fragment.function.arguments if fragment.function else None
-            if fragment.index not in calls:
+            index = position if fragment.index is None else fragment.index
+            if index not in calls:
                 if not (fragment.id or name or arguments):
                     continue
-                calls[fragment.index] = [None, None, ""]
-            call = calls[fragment.index]
+                calls[index] = [None, None, ""]
+            call = calls[index]
             call[0] = fragment.id or call[0]
             call[1] = name or call[1]
             if arguments:

@@ -92,6 +92,17 @@ def test_builtin_route(route_id, dialect, base_url, key, tool_update, system_pro
     assert route.model and route.label
 
 
+def test_key_state_says_whether_the_key_is_in_the_environment(monkeypatch):
+    catalog = load_catalog()
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "  ")
+    assert catalog.get("deepseek/deepseek-flash").key_state() == "set"
+    assert catalog.get("openai/gpt").key_state() == "missing"  # blank counts as missing
+    monkeypatch.delenv("DEEPSEEK_API_KEY")
+    assert catalog.get("deepseek/deepseek-flash").key_state() == "missing"
+    assert catalog.get("offline/demo").key_state() == "not-needed"
+
+
 def test_unknown_route_lists_the_known_ones():
     with pytest.raises(UnknownRouteError) as caught:
         load_catalog().get("anthropic/claude")

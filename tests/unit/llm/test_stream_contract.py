@@ -36,6 +36,11 @@ def test_a_complete_response_passes_and_returns_its_finish():
     assert check_stream(events) == Finish("tool-calls")
 
 
+def test_a_cut_off_call_ends_a_max_tokens_response():
+    events = [BlockStart(0, "tool-call", "c", "t"), BlockDelta(0, '{"a'), BlockEnd(0, "c", "t", '{"a', cut_off=True), Finish("max-tokens")]
+    assert check_stream(events) == Finish("max-tokens")
+
+
 @pytest.mark.parametrize("reason", ["error", "aborted"])
 def test_an_error_or_aborted_finish_may_leave_blocks_open(reason):
     failure = FAILURE if reason == "error" else None
@@ -62,6 +67,8 @@ def test_an_error_or_aborted_finish_may_leave_blocks_open(reason):
         ([BlockStart(0, "tool-call", "c", "t"), BlockEnd(0, "c", "", "{}"), Finish("tool-calls")], "non-empty call_id and name"),
         ([BlockStart(0, "tool-call"), BlockEnd(0, None, None, "{}"), Finish("tool-calls")], "non-empty call_id and name"),
         ([BlockStart(0, "tool-call", "c", "t"), BlockEnd(0, "c", "t", None), Finish("tool-calls")], "without arguments"),
+        ([BlockStart(0, "tool-call", "c", "t"), BlockEnd(0, "c", "t", '{"a', cut_off=True), Finish("tool-calls")], "cut-off tool call before a tool-calls finish"),
+        ([BlockStart(0, "text"), BlockEnd(0, cut_off=True), Finish("max-tokens")], "not a tool call"),
         ([BlockStart(0, "image"), BlockEnd(0), Finish("stop")], "unknown block kind"),
         ([Finish("done")], "unknown finish reason"),
         ([Finish("error")], "a failure must come with an error finish"),

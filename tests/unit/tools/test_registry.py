@@ -263,6 +263,22 @@ def test_plugin_states():
     assert states["p"].title == "P"
 
 
+def test_each_source_lists_its_own_tools_whether_effective_or_not():
+    registry = ToolRegistry(
+        builtins=[make_tool("read")],
+        plugins=[plugin("p", "t1", "read")],
+        mcp_servers=[FakeServer("s", "s__x")],
+    )
+    assert [d.name for d in registry.builtin_definitions()] == ["read"]
+    assert [d.name for d in registry.plugin_definitions("p")] == ["t1", "read"]  # off, and clashing
+    assert [d.name for d in registry.server_definitions("s")] == ["s__x"]
+    assert registry.server_definitions("s")[0].description == "the s__x tool"
+    with pytest.raises(UnknownPluginError):
+        registry.plugin_definitions("missing")
+    with pytest.raises(LookupError):
+        registry.server_definitions("missing")
+
+
 async def test_settle_waits_for_every_server():
     servers = [FakeServer("a"), FakeServer("b")]
     registry = ToolRegistry(mcp_servers=servers)

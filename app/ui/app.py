@@ -1,0 +1,366 @@
+"""The toolscope chat: a Textual app that runs the agent in a worker on its own event loop.
+
+The app owns the runtime `toolscope run` assembles (route catalog, tool registry, session writer,
+agent); the chat screen renders what the agent logs. Nothing here blocks the loop: the session is
+opened and reduced in a thread, MCP servers start in the background, and a turn runs as an async
+worker that Escape cancels (the loop then closes the log exactly as `run` does on Ctrl+C).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
+
+from app import i18n
+from app.agent.loop import Agent
+from app.agent.runtime import build_registry, compaction_settings, system_prompt
+from app.config import Config
+from app.i18n import N_, _
+from app.llm.routes import RouteCatalog
+from app.session.errors import SessionError, SessionLockedError
+from app.session.session import Session
+from app.session.store import SessionStore, SessionWriter
+from app.session.view import SessionView
+from app.tools.registry import SourceProblem, ToolRegistry
+from app.ui import keymap, slash
+from app.ui.bridge import ChatApprover, ChatListener
+from app.ui.commands import SCREEN_COMMANDS
+from app.ui.history import append_history, keeps, load_history
+from app.ui.messages import ProblemReported, PromptSubmitted
+from app.ui.palette import ChatCommands
+from app.ui.screens.chat import ChatScreen
+
+
+@dataclass
+class ChatOptions:
+    """What `toolscope chat` resolved before the app starts (bad input fails there, as usage)."""
+
+    catalog: RouteCatalog
+    route_id: str
+    session_path: Path | None = None
+    config: Config | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    """Extra `Agent` keyword arguments (tests pass a `sleep`)."""
+
+
+class ToolscopeApp(App[None]):
+    TITLE = "toolscope"
+    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS
+    BINDINGS = [
+        Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
+        Binding(keymap.TOOLS, "open_tools", N_("Tools")),
+        Binding(keymap.ROUTES, "pick_route", N_("Route")),
+        Binding(keymap.SESSIONS, "pick_session", N_("Sessions"), show=False),
+    ]
+
+    def __init__(self, options: ChatOptions) -> None:
+        super().__init__()
+        self.options = options
+        self.catalog = options.catalog
+        self.route = options.catalog.get(options.route_id)
+        self.registry: ToolRegistry | None = None
+        self.writer: SessionWriter | None = None
+        self.read_only: Session | None = None
+        self.agent: Agent | None = None
+        self._chat = ChatScreen()
+        # The agent's messages go to the chat screen, which renders them.
+        self.listener = ChatListener(self._chat)
+        self.approver = ChatApprover(self._chat)
+        self._turn: Worker[None] | None = None
+        self._tools_ready = asyncio.Event()
+        self._new_sequence_pending = False
+
+    # --- start-up and shut-down --------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        # Pushed rather than the default screen, so its `.tcss` is loaded with it.
+        self.push_screen(self._chat)
+
+    @property
+    def chat(self) -> ChatScreen:
+        return self._chat
+
+    def start_runtime(self) -> None:
+        """Called by the chat screen once it is mounted: tools, history and the session load behind it."""
+        if self.registry is not None or self._tools_ready.is_set():
+            return
+        self.run_worker(self._start_tools(), name="tools", group="startup")
+        self.run_worker(self._load_history(), name="history", group="startup")
+        if self.options.session_path is not None:
+            self.run_worker(self._open_session(self.options.session_path), name="session", group="startup")
+
+    async def _start_tools(self) -> None:
+        registry = build_registry(self.options.config, self.options.cwd)
+        for problem in registry.problems():
+            self._notify_problem(problem)
+        registry.on_problem(lambda problem: self.post_message(ProblemReported(problem)))
+        self.registry = registry
+        try:
+            await registry.start()
+        finally:
+            self._tools_ready.set()
+
+    async def _load_history(self) -> None:
+        prompts = await asyncio.to_thread(load_history)
+        composer = self.chat.composer
+        composer.prompt_history.prompts[:0] = prompts
+        composer.prompt_history.add("")
+
+    async def _open_session(self, path: Path) -> None:
+        """Resume `path` (reduced in a thread); a session another process writes opens read-only."""
+        try:
+            writer = await asyncio.to_thread(SessionStore().open_writer, path)
+        except SessionLockedError as error:
+            self.notify(
+                _("This session is being written by another toolscope; it is shown read-only.\n{reason}").format(
+                    reason=error
+                ),
+                severity="warning",
+                timeout=10,
+            )
+            session = await asyncio.to_thread(lambda: Session.open(path).load())
+            self.read_only = session
+            self.chat.status.read_only = True
+            self.chat.composer.disabled = True
+        except SessionError as error:
+            self.notify(str(error), title=_("Cannot open the session"), severity="error", timeout=10)
+            return
+        else:
+            self._report_repairs(writer)
+            self.writer = writer
+            session = writer.session
+        view = await asyncio.to_thread(session.view)
+        await self.chat.show_session(view)
+
+    def _report_repairs(self, writer: SessionWriter) -> None:
+        if writer.torn_path is not None:
+            self.notify(
+                _("The last line of the session was incomplete (left by a crash); it was set aside in {path}.").format(
+                    path=writer.torn_path
+                ),
+                severity="warning",
+            )
+        if writer.repaired:
+            self.notify(_("The previous turn was left open by a crash; it is now closed as interrupted."), severity="warning")
+
+    def view(self) -> SessionView | None:
+        session = self.writer.session if self.writer is not None else self.read_only
+        return session.view() if session is not None else None
+
+    async def action_quit(self) -> None:
+        await self._end_turn()
+        self.exit()
+
+    async def on_unmount(self) -> None:
+        """However the app ends, the turn is closed in the log, servers stop, the lock is released."""
+        await self._end_turn()
+        if self.agent is not None:
+            await self.agent.aclose()
+        if self.registry is not None:
+            await self.registry.aclose()
+        if self.writer is not None:
+            self.writer.close()
+
+    # --- turns -------------------------------------------------------------------------------------
+
+    async def on_prompt_submitted(self, message: PromptSubmitted) -> None:
+        text = message.text
+        command = slash.find(text)
+        if command is not None:
+            await self.run_action(command.action)
+            return
+        if self.read_only is not None:
+            self.notify(_("This session is read-only here."), severity="warning")
+            return
+        if self._turn is not None and self._turn.is_running:
+            self.notify(_("A turn is still running; Escape cancels it."), severity="warning")
+            return
+        if keeps(text):
+            self.run_worker(asyncio.to_thread(append_history, text), group="history")
+        self._turn = self.run_worker(self._run_turn(text), name="turn", group="turn", exit_on_error=False)
+
+    async def _run_turn(self, text: str) -> None:
+        await self._tools_ready.wait()
+        try:
+            agent = await self._ensure_agent()
+            result = await agent.run_turn(text)
+        except asyncio.CancelledError:
+            raise
+        except SessionError as error:
+            self.notify(str(error), title=_("Session error"), severity="error", timeout=10)
+            return
+        except Exception as error:  # an unexpected failure must not kill the chat
+            self.notify(f"{type(error).__name__}: {error}", title=_("The turn failed"), severity="error", timeout=10)
+            return
+        if result.failure is not None:
+            self.notify(result.failure.message, title=result.failure.code, severity="error", timeout=8)
+
+    async def _ensure_agent(self) -> Agent:
+        if self.agent is None:
+            if self.writer is None:
+                # A new chat's log is created with its first prompt, so opening and quitting leaves nothing.
+                self.writer = await asyncio.to_thread(SessionStore().create, self.options.cwd)
+            assert self.registry is not None
+            self.agent = Agent(
+                self.writer,
+                self.registry,
+                self.catalog,
+                self.route.id,
+                approver=self.approver,
+                system=system_prompt(self.options.cwd),
+                listener=self.listener,
+                compaction=compaction_settings(self.options.config),
+                **self.options.agent_options,
+            )
+            if self._new_sequence_pending:
+                self.agent.new_sequence()
+                self._new_sequence_pending = False
+        return self.agent
+
+    async def _end_turn(self) -> None:
+        worker = self._turn
+        if worker is None or worker.is_finished:
+            return
+        worker.cancel()
+        with suppress(WorkerCancelled, WorkerFailed):
+            await worker.wait()
+
+    def cancel_turn(self) -> None:
+        if self._turn is not None and self._turn.is_running:
+            self._turn.cancel()
+            self.notify(_("Turn cancelled; the partial answer is kept."), timeout=3)
+
+    @property
+    def turn_running(self) -> bool:
+        return self._turn is not None and self._turn.is_running
+
+    # --- actions (keys, slash commands, the palette) ------------------------------------------------
+
+    def switch_route(self, route_id: str) -> None:
+        self.route = self.catalog.get(route_id)
+        if self.agent is not None:
+            self.agent.switch_route(route_id)
+        self.chat.status.route = self.route
+        self.chat.status.show()
+        self.notify(_("Route: {route}").format(route=self.route.display_label), timeout=3)
+
+    def action_new_sequence(self) -> None:
+        if self.agent is not None:
+            self.agent.new_sequence()
+        else:
+            self._new_sequence_pending = True
+        self.notify(_("The next request starts a new projection sequence."), timeout=4)
+
+    def action_compact(self) -> None:
+        if self.turn_running:
+            self.notify(_("A turn is still running; Escape cancels it."), severity="warning")
+            return
+        self._turn = self.run_worker(self._compact(), name="compact", group="turn", exit_on_error=False)
+
+    async def _compact(self) -> None:
+        from app.agent.loop import CompactionError
+
+        await self._tools_ready.wait()
+        if self.read_only is not None:
+            self.notify(_("This session is read-only here."), severity="warning")
+            return
+        agent = await self._ensure_agent()
+        self.notify(_("Compacting the conversation…"), timeout=3)
+        try:
+            await agent.compact()
+        except CompactionError as error:
+            self.notify(error.failure.message, title=_("Compaction failed"), severity="error", timeout=8)
+
+    def action_inspect(self) -> None:
+        self.notify(_("Inspecting requests in the chat is coming with the trajectory viewer; use `toolscope inspect ID` meanwhile."), timeout=6)
+
+    async def action_switch_language(self) -> None:
+        language = "en" if i18n.current_language() == "zh_CN" else "zh_CN"
+        i18n.set_language(language)
+        await self.rerender()
+
+    async def rerender(self) -> None:
+        """Build the chat's texts again in the current language, from the log."""
+        chat = self.chat
+        await chat.recompose()
+        chat.status.route = self.route
+        chat.status.read_only = self.read_only is not None
+        await chat.show_session(self.view())
+        chat.composer.focus()
+
+    def action_help(self) -> None:
+        lines = [
+            _("Enter sends the prompt; Shift+Enter or Ctrl+J adds a new line."),
+            _("Ctrl+J works on every terminal: legacy terminals send the same key for Enter and Shift+Enter."),
+            _("Up and Down on the first or last line walk through earlier prompts."),
+            _("Escape cancels a running turn; the partial answer is kept."),
+            _("Ctrl+P opens the command palette; Ctrl+T the tools; Ctrl+R the routes; Ctrl+Q quits."),
+            _("Enter or a click expands a tool result, a tool-change list or the reasoning."),
+            "",
+            *(f"{command.name:<14} {command.description}" for command in slash.COMMANDS),
+        ]
+        self.notify("\n".join(lines), title=_("Keys and commands"), timeout=20)
+
+    def action_open_tools(self) -> None:
+        if self.registry is None:
+            self.notify(_("The tools are still starting."), timeout=3)
+            return
+        from app.ui.screens.tools import ToolsScreen
+
+        self.push_screen(ToolsScreen(self.registry))
+
+    def action_pick_route(self) -> None:
+        from app.ui.screens.route_picker import RoutePickerScreen
+
+        def chosen(route_id: str | None) -> None:
+            if route_id:
+                self.switch_route(route_id)
+
+        self.push_screen(RoutePickerScreen(self.catalog, self.route.id), chosen)
+
+    def action_pick_session(self) -> None:
+        from app.session.listing import list_sessions
+        from app.ui.screens.session_picker import SessionPickerScreen
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.run_worker(self.resume(Path(path)), group="session", exclusive=True)
+
+        self.push_screen(SessionPickerScreen(list_sessions()), chosen)
+
+    async def resume(self, path: Path) -> None:
+        """Leave the current session (after any running turn ends) and open `path`."""
+        if self.turn_running:
+            self.notify(_("A turn is still running; Escape cancels it."), severity="warning")
+            return
+        if self.agent is not None:
+            await self.agent.aclose()
+            self.agent = None
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.read_only = None
+        self.chat.status.read_only = False
+        self.chat.composer.disabled = False
+        await self._open_session(path)
+
+    # --- problems ----------------------------------------------------------------------------------
+
+    def on_problem_reported(self, message: ProblemReported) -> None:
+        self._notify_problem(message.problem)
+
+    def _notify_problem(self, problem: SourceProblem) -> None:
+        self.notify(problem.message(), title=_("Tools"), severity="warning", timeout=10)
+
+
+def run_chat(options: ChatOptions) -> int:
+    ToolscopeApp(options).run()
+    return 0

@@ -1,0 +1,66 @@
+"""Command palette providers that open the tools screen, the route picker and the session picker.
+
+Each provider runs an action the App defines (the App owns the registry, the catalog and the
+session, and knows what to do with the result):
+
+- `app.action_open_tools()` — push `ToolsScreen(registry)`;
+- `app.action_pick_route()` — push `RoutePickerScreen(catalog, current)` and switch to the chosen
+  route;
+- `app.action_pick_session()` — push `SessionPickerScreen(list_sessions())` and resume the chosen
+  session.
+
+List them in the App's `COMMANDS` (e.g. `App.COMMANDS | SCREEN_COMMANDS`). Titles are translated
+when the palette asks, so a language switched at run time applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from app.i18n import N_, _
+
+
+class _ActionCommand(Provider):
+    """One palette command: the App action it runs, its title and help (translated when shown)."""
+
+    action: ClassVar[str]
+    title: ClassVar[str]  # marked with N_
+    help_text: ClassVar[str]  # marked with N_
+
+    def _command(self) -> Callable[[], Any]:
+        return getattr(self.app, f"action_{self.action}")
+
+    async def discover(self) -> Hits:
+        yield DiscoveryHit(_(self.title), self._command(), help=_(self.help_text))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        title = _(self.title)
+        score = matcher.match(title)
+        if score > 0:
+            yield Hit(score, matcher.highlight(title), self._command(), text=title, help=_(self.help_text))
+
+
+class ToolsCommand(_ActionCommand):
+    action = "open_tools"
+    title = N_("Tools: switch plugins and MCP servers")
+    help_text = N_("Every tool source with its tools and state; switch plugins and servers on or off.")
+
+
+class RouteCommand(_ActionCommand):
+    action = "pick_route"
+    title = N_("Switch route")
+    help_text = N_("Choose the provider route for the next request.")
+
+
+class SessionCommand(_ActionCommand):
+    action = "pick_session"
+    title = N_("Resume a session")
+    help_text = N_("Choose an earlier session to continue.")
+
+
+SCREEN_COMMANDS: frozenset[type[Provider]] = frozenset({ToolsCommand, RouteCommand, SessionCommand})
+"""The providers above, for the App's `COMMANDS`."""

@@ -1,0 +1,21 @@
+"""Every key the chat answers to, in one place (the footer, the help and the tests read it)."""
+
+from __future__ import annotations
+
+SEND = "enter"
+NEWLINE = ("shift+enter", "ctrl+j")
+"""Ctrl+J works on every terminal: legacy ones send the same byte for Enter and Shift+Enter."""
+CANCEL_TURN = "escape"
+HISTORY_PREVIOUS = "up"
+HISTORY_NEXT = "down"
+TOOLS = "ctrl+t"
+ROUTES = "ctrl+r"
+SESSIONS = "ctrl+o"
+NEW_SEQUENCE = "ctrl+n"
+JUMP_TO_END = "ctrl+end"
+QUIT = "ctrl+q"
+PALETTE = "ctrl+p"
+
+ALLOW_ONCE = "y"
+ALLOW_SESSION = "a"
+DENY = "n"

@@ -1,0 +1,144 @@
+"""The chat screen: conversation, new-output hint, slash completions, composer, status line, footer.
+
+It turns the agent's messages into conversation blocks (through the session view, never the raw
+log) and keeps the status line's figures; the app owns the agent and the session.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Static
+
+from app.i18n import N_, _
+from app.session.events import TurnEnd
+from app.session.view import SessionView
+from app.ui import keymap
+from app.ui.footer import LocalizedFooter
+from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
+from app.ui.widgets.approval import ApprovalBlock
+from app.ui.widgets.composer import Composer, SlashCompletions
+from app.ui.widgets.conversation import Conversation, view_entries
+from app.ui.widgets.status_line import StatusLine
+
+if TYPE_CHECKING:
+    from app.ui.app import ToolscopeApp
+
+
+class ChatScreen(Screen[None]):
+    CSS_PATH = "chat.tcss"
+    AUTO_FOCUS = "Composer"
+    BINDINGS = [
+        Binding(keymap.CANCEL_TURN, "cancel_turn", N_("Cancel turn"), show=True),
+        Binding(keymap.JUMP_TO_END, "jump_to_end", N_("Newest"), show=False),
+    ]
+
+    app: ToolscopeApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fed = 0
+        self._conversation = Conversation()
+
+    def compose(self) -> ComposeResult:
+        if self._conversation.is_attached:
+            self._conversation = Conversation()
+        yield Static(self._welcome(), id="welcome")
+        yield self._conversation
+        yield Static(_("↓ New output below (Ctrl+End)"), id="new-output")
+        completions = SlashCompletions(id="completions")
+        yield completions
+        yield Composer(completions, id="composer")
+        yield StatusLine(id="status")
+        yield LocalizedFooter()
+
+    def on_mount(self) -> None:
+        self.status.route = self.app.route
+        self.status.show()
+        self.app.start_runtime()
+
+    @staticmethod
+    def _welcome() -> str:
+        return _(
+            "Welcome to toolscope. Type a prompt and press Enter; Ctrl+J (or Shift+Enter) adds a "
+            "new line on every terminal. / lists the commands, Ctrl+P the command palette."
+        )
+
+    @property
+    def conversation(self) -> Conversation:
+        return self._conversation
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one(StatusLine)
+
+    @property
+    def composer(self) -> Composer:
+        return self.query_one(Composer)
+
+    async def show_session(self, view: SessionView | None) -> None:
+        """Render a log from scratch (a resumed session, a language switch): the same blocks as live."""
+        old, conversation = self._conversation, Conversation()
+        self._conversation = conversation
+        await self.mount(conversation, before=old)
+        await old.remove()
+        self._fed = 0
+        if view is not None:
+            await conversation.load(view_entries(view))
+            self._fed = len(view.items)
+        self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
+        self.status.reset(view)
+
+    async def on_event_appended(self, message: EventAppended) -> None:
+        view = self.app.view()
+        if view is None:
+            return
+        event = message.event
+        items = view.items
+        while self._fed < len(items) and items[self._fed].seq <= event.seq:
+            item = items[self._fed]
+            self._fed += 1
+            await self.conversation.add_item(item)
+            self.status.count(item)
+        if isinstance(event, TurnEnd):
+            await self.conversation.end_turn(event.data.reason)
+        self.query_one("#welcome").add_class("-hidden")
+
+    async def on_stream_piece(self, message: StreamPiece) -> None:
+        await self.conversation.stream(message.event)
+
+    async def on_approval_asked(self, message: ApprovalAsked) -> None:
+        block = ApprovalBlock(message.request, message.decision)
+        conversation = self.conversation
+        following = conversation.following
+
+        async def close_prompt() -> None:
+            await conversation.remove_block(block)
+            self.composer.focus()
+            if following:
+                conversation.anchor()
+
+        message.decision.add_done_callback(lambda _future: self.run_worker(close_prompt(), group="approval"))
+        await conversation.add_block(block)
+        if following:
+            conversation.anchor()
+
+    def on_new_output_below(self, message: NewOutputBelow) -> None:
+        self.query_one("#new-output").set_class(message.waiting, "-visible")
+
+    def on_click(self, event: object) -> None:
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.id == "new-output":
+            self.run_worker(self.conversation.jump_to_end())
+
+    async def action_jump_to_end(self) -> None:
+        await self.conversation.jump_to_end()
+
+    def action_cancel_turn(self) -> None:
+        if self.query_one(SlashCompletions).visible:
+            self.composer.load_text("")
+            return
+        self.app.cancel_turn()

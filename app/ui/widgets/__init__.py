@@ -1,0 +1,1 @@
+"""The chat's widgets: one small widget per kind of thing the conversation shows."""

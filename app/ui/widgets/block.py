@@ -1,0 +1,23 @@
+"""A conversation block: the display state of one thing shown, kept while its widget is unmounted.
+
+The conversation mounts only a window of blocks; a block's widget is rebuilt from its state when
+the user scrolls back to it, so an expanded list or a finished tool call looks the same again.
+"""
+
+from __future__ import annotations
+
+from textual.widget import Widget
+
+
+class Block:
+    widget: Widget | None = None
+
+    def build(self) -> Widget:
+        """A fresh widget showing this block's current state."""
+        raise NotImplementedError
+
+    def refresh_widget(self) -> None:
+        """Show a changed state: the mounted widget is updated in place, if there is one."""
+        widget = self.widget
+        if widget is not None and widget.is_mounted:
+            widget.refresh_from_block()  # type: ignore[attr-defined]

@@ -1,0 +1,148 @@
+"""The composer: a multi-line prompt editor with history, slash-command completion and Enter to send.
+
+Enter sends; Shift+Enter and Ctrl+J insert a newline (Ctrl+J works on every terminal, since legacy
+terminals send the same byte for Enter and Shift+Enter). Up on the first line and Down on the last
+walk the prompt history; while the completion list shows, they move through it instead.
+
+A large paste is kept aside and shown as one placeholder line (`[Pasted text #1: 20000 lines]`),
+expanded when the prompt is sent: the editor re-wraps every line it holds, so thousands of pasted
+lines would stall the app for seconds.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from app.i18n import N_, _, ngettext
+from app.ui import keymap, slash
+from app.ui.history import LARGE_PASTE_CHARS, PromptHistory, keeps
+from app.ui.messages import PromptSubmitted
+
+
+LARGE_PASTE_LINES = 60
+
+
+class SlashCompletions(OptionList):
+    DEFAULT_CSS = """
+    SlashCompletions {
+        display: none;
+        height: auto;
+        max-height: 12;
+        border: none;
+        padding: 0 1;
+        background: $surface;
+        &.-visible { display: block; }
+    }
+    """
+
+    def show(self, commands: list[slash.SlashCommand]) -> None:
+        self.clear_options()
+        self.add_options(
+            Option(f"{command.name:<14} {command.description}", id=command.name) for command in commands
+        )
+        self.set_class(bool(commands), "-visible")
+        if commands:
+            self.highlighted = 0
+
+    @property
+    def visible(self) -> bool:
+        return self.has_class("-visible")
+
+    def chosen(self) -> str | None:
+        if not self.visible or self.highlighted is None:
+            return None
+        return self.get_option_at_index(self.highlighted).id
+
+
+class Composer(TextArea):
+    DEFAULT_CSS = """
+    Composer {
+        height: auto;
+        min-height: 3;
+        max-height: 12;
+        border: tall $primary-muted;
+        &:focus { border: tall $primary; }
+    }
+    """
+    BINDINGS = [
+        Binding(keymap.SEND, "submit", N_("Send"), priority=True),
+        *(Binding(key, "newline", N_("Newline"), show=False) for key in keymap.NEWLINE),
+        Binding("tab", "complete", N_("Complete"), show=False),
+    ]
+
+    def __init__(self, completions: SlashCompletions, **kwargs: object) -> None:
+        super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
+        self.completions = completions
+        self.prompt_history = PromptHistory()
+        self._pastes: dict[str, str] = {}
+
+    def on_mount(self) -> None:
+        self.placeholder = _("Ask anything · Enter sends · Ctrl+J newline · / for commands")
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        text = event.text
+        if len(text) < LARGE_PASTE_CHARS and text.count("\n") < LARGE_PASTE_LINES:
+            return  # the editor inserts it
+        event.prevent_default()
+        lines = text.count("\n") + 1
+        placeholder = ngettext(
+            "[Pasted text #{n}: {lines} line]", "[Pasted text #{n}: {lines} lines]", lines
+        ).format(n=len(self._pastes) + 1, lines=lines)
+        self._pastes[placeholder] = text
+        self.insert(placeholder)
+
+    def expanded_text(self) -> str:
+        """The prompt with every large paste back in place of its placeholder."""
+        text = self.text
+        for placeholder, pasted in self._pastes.items():
+            text = text.replace(placeholder, pasted)
+        return text
+
+    def action_submit(self) -> None:
+        chosen = self.completions.chosen()
+        if chosen is not None and self.text != chosen:
+            self.load_text(chosen)
+        if not self.text.strip():
+            return
+        text = self.expanded_text()
+        if keeps(text):
+            self.prompt_history.add(text)
+        self._pastes.clear()
+        self.load_text("")
+        self.post_message(PromptSubmitted(text))
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    def action_complete(self) -> None:
+        chosen = self.completions.chosen()
+        if chosen is not None:
+            self.load_text(chosen)
+            self.move_cursor(self.document.end)
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if self.completions.visible and not select:
+            self.completions.action_cursor_up()
+        elif not select and self.cursor_location[0] == 0:
+            self._recall(self.prompt_history.previous(self.text))
+        else:
+            super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if self.completions.visible and not select:
+            self.completions.action_cursor_down()
+        elif not select and self.cursor_location[0] == self.document.line_count - 1:
+            self._recall(self.prompt_history.next())
+        else:
+            super().action_cursor_down(select)
+
+    def _recall(self, prompt: str | None) -> None:
+        if prompt is not None:
+            self.load_text(prompt)
+            self.move_cursor(self.document.end)
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        self.completions.show(slash.matching(self.text))

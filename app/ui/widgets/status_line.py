@@ -1,0 +1,95 @@
+"""One line under the composer: route and model, tool-update mode, sequence, tokens, retries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.content import Content
+from textual.widgets import Static
+
+from app.i18n import _
+from app.llm.routes import Route
+from app.session.view import AssistantItem, HeaderItem, RetryItem, SessionView, SummaryItem
+
+OFFLINE_ROUTE = "offline/demo"
+
+
+@dataclass(slots=True)
+class Usage:
+    last_in: int = 0
+    last_out: int = 0
+    total_in: int = 0
+    total_out: int = 0
+    cache_read: int = 0
+    retries: int = 0
+    sequence: int = 0
+
+    def count(self, item: object) -> None:
+        """Fold one item of the view into the figures (live and on resume alike)."""
+        if isinstance(item, AssistantItem) and item.usage is not None:
+            usage = item.usage
+            self.last_in, self.last_out = usage.input, usage.output
+            self.total_in += usage.input
+            self.total_out += usage.output
+            self.cache_read += usage.cache_read
+        elif isinstance(item, RetryItem):
+            self.retries += 1
+        elif isinstance(item, SummaryItem):
+            self.sequence = item.sequence
+        elif isinstance(item, HeaderItem):
+            self.sequence = item.header.sequence
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
+
+
+class StatusLine(Static):
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $text-muted;
+    }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self.usage = Usage()
+        self.route: Route | None = None
+        self.read_only = False
+
+    def reset(self, view: SessionView | None) -> None:
+        self.usage = Usage()
+        if view is not None:
+            for item in view.items:
+                self.usage.count(item)
+        self.show()
+
+    def count(self, item: object) -> None:
+        self.usage.count(item)
+        self.show()
+
+    def show(self) -> None:
+        usage, route = self.usage, self.route
+        parts: list[Content | str] = []
+        if route is not None:
+            if route.id == OFFLINE_ROUTE:
+                parts.append(Content.styled(_("offline demo model"), "bold $text-warning"))
+            else:
+                parts.append(Content.styled(route.display_label, "bold"))
+            parts.append(route.model)
+            parts.append(route.tool_update)
+        if self.read_only:
+            parts.append(Content.styled(_("read-only"), "bold $text-error"))
+        parts.append(_("seq {n}").format(n=usage.sequence))
+        parts.append(
+            _("last ↑{input} ↓{output}").format(input=_tokens(usage.last_in), output=_tokens(usage.last_out))
+        )
+        parts.append(
+            _("Σ ↑{input} ↓{output}").format(input=_tokens(usage.total_in), output=_tokens(usage.total_out))
+        )
+        parts.append(_("cache {n}").format(n=_tokens(usage.cache_read)))
+        parts.append(_("retries {n}").format(n=usage.retries))
+        self.update(Content(" · ").join(Content(part) if isinstance(part, str) else part for part in parts))

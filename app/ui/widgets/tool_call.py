@@ -1,0 +1,124 @@
+"""One tool call: name, arguments, status (pending → running → done / failed with its code), result.
+
+A long result is collapsed to its first lines; a failed one is expanded. Click or Enter toggles.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Static
+
+from app.i18n import N_, _, ngettext
+from app.session.events import ToolCallContent
+from app.session.view import ToolResultItem
+from app.ui.text import clip_lines, literal
+from app.ui.widgets.block import Block
+
+COLLAPSED_LINES = 6
+ARGUMENT_CHARS = 200
+
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+
+
+class ToolCallView(Vertical, can_focus=True):
+    DEFAULT_CSS = """
+    ToolCallView {
+        height: auto;
+        margin: 1 0 0 2;
+        padding: 0 1;
+        border-left: outer $secondary;
+        &:focus { background: $boost; }
+        & > Horizontal { height: auto; }
+        & .name { text-style: bold; color: $secondary; margin-right: 1; }
+        & .arguments { color: $text-muted; width: 1fr; }
+        & .status { margin-left: 1; }
+        & .status.-pending, & .status.-running { color: $warning; }
+        & .status.-done { color: $success; }
+        & .status.-failed { color: $error; }
+        & .result { color: $text; padding-left: 1; }
+        &.-failed .result { color: $error; }
+        & .more { color: $text-muted; text-style: italic; }
+    }
+    """
+    BINDINGS = [("enter", "toggle", N_("Expand"))]
+
+    def __init__(self, block: ToolCallBlock) -> None:
+        super().__init__()
+        self.block = block
+
+    def compose(self) -> ComposeResult:
+        call = self.block.call
+        arguments = call.arguments if len(call.arguments) <= ARGUMENT_CHARS else call.arguments[:ARGUMENT_CHARS] + "…"
+        with Horizontal():
+            yield Label(literal(call.name), classes="name")
+            yield Label(literal(arguments), classes="arguments")
+            yield Label("", classes="status")
+        yield Static("", classes="result")
+        yield Static("", classes="more")
+
+    def on_mount(self) -> None:
+        self.refresh_from_block()
+
+    def refresh_from_block(self) -> None:
+        block = self.block
+        status = self.query_one(".status", Label)
+        status.set_classes(f"status -{block.status}")
+        status.update(block.status_text())
+        self.set_class(block.status == FAILED, "-failed")
+        result = self.query_one(".result", Static)
+        more = self.query_one(".more", Static)
+        if block.result is None:
+            result.display = more.display = False
+            return
+        text = block.result.content
+        shown, cut = (text, False) if block.expanded else clip_lines(text, COLLAPSED_LINES)
+        result.display = bool(text)
+        result.update(literal(shown))
+        more.display = cut
+        if cut:
+            hidden = text.count("\n") + 1 - COLLAPSED_LINES
+            more.update(
+                ngettext("… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden).format(n=hidden)
+            )
+
+    def on_click(self) -> None:
+        self.action_toggle()
+
+    def action_toggle(self) -> None:
+        self.block.expanded = not self.block.expanded
+        self.refresh_from_block()
+
+
+class ToolCallBlock(Block):
+    def __init__(self, call: ToolCallContent) -> None:
+        self.call = call
+        self.started = False
+        self.result: ToolResultItem | None = None
+        self.expanded = False
+
+    @property
+    def status(self) -> str:
+        if self.result is not None:
+            return FAILED if self.result.is_error else DONE
+        return RUNNING if self.started else PENDING
+
+    def status_text(self) -> str:
+        status = self.status
+        if status == FAILED:
+            assert self.result is not None
+            code = self.result.error.code if self.result.error else "ERROR"
+            return _("✗ failed: {code}").format(code=code)
+        return {PENDING: _("… pending"), RUNNING: _("⟳ running"), DONE: _("✓ done")}[status]
+
+    def build(self) -> ToolCallView:
+        return ToolCallView(self)
+
+    def start(self) -> None:
+        self.started = True
+        self.refresh_widget()
+
+    def finish(self, result: ToolResultItem) -> None:
+        self.result = result
+        self.expanded = result.is_error
+        self.refresh_widget()

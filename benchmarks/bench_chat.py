@@ -1,0 +1,234 @@
+"""The chat's performance goals (issue 10), each a ratio against a baseline measured in the same run.
+
+- streaming: fragments per second into the conversation after 1,000 earlier messages, against the
+  same with none (goal ≥ 0.9) and against Textual's bare `MarkdownStream` into an empty `Markdown`
+  (goal ≥ 0.9);
+- typing while a reply streams at full speed: key press → character in the composer, p95 (goal
+  ≤ 50 ms);
+- start-up: `toolscope chat` to its first frame against a bare Textual app's first frame (goal
+  ≤ 1.3), each a fresh interpreter;
+- resuming a 10,000-message session to its first frame against an empty chat (goal ≤ 1.5), and
+  the peak RSS after scrolling through all of it (goal ≤ 250 MB).
+
+    .venv/bin/python benchmarks/bench_chat.py [--fragments N] [--rounds N]
+
+Exits 1 when a goal does not hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TOOLSCOPE_HOME", tempfile.mkdtemp(prefix="toolscope-bench-chat-"))
+os.environ["TOOLSCOPE_OFFLINE_DELAY"] = "0"
+
+from textual.app import App, ComposeResult  # noqa: E402
+from textual.widgets import Markdown  # noqa: E402
+
+from app.agent.runtime import catalog_from  # noqa: E402
+from app.llm.stream import BlockDelta, BlockStart  # noqa: E402
+from app.session.view import AssistantItem, UserItem  # noqa: E402
+from app.ui.app import ChatOptions, ToolscopeApp  # noqa: E402
+from app.ui.widgets.conversation import Conversation  # noqa: E402
+from benchmarks.sessions import write_large_session  # noqa: E402
+
+SIZE = (120, 40)
+FRAGMENT = "Some **streamed** words of a reply, `code` too.\n" 
+
+
+def _fragments(count: int) -> list[str]:
+    return [FRAGMENT if n % 8 else "\n\n- a list item\n" for n in range(count)]
+
+
+class _ConversationApp(App[None]):
+    def __init__(self, earlier: int) -> None:
+        super().__init__()
+        self.earlier = earlier
+
+    def compose(self) -> ComposeResult:
+        yield Conversation()
+
+    async def on_mount(self) -> None:
+        items = []
+        for n in range(self.earlier):
+            items.append(UserItem(seq=2 * n, id=f"u{n}", text=f"question {n}"))
+            items.append(
+                AssistantItem(seq=2 * n + 1, turn=n + 1, step=1, route="r", model="m",
+                              content=(), usage=None, finish="stop", interrupted=False)
+            )
+        await self.query_one(Conversation).load(items[: self.earlier])
+
+
+async def _stream_into_conversation(earlier: int, fragments: list[str]) -> float:
+    app = _ConversationApp(earlier)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        conversation = app.query_one(Conversation)
+        start = time.perf_counter()
+        await conversation.stream(BlockStart(index=0, kind="text"))
+        for fragment in fragments:
+            await conversation.stream(BlockDelta(index=0, text=fragment))
+        reply = conversation._live_reply
+        assert reply is not None and reply.widget is not None
+        await reply.widget.stop_stream()  # type: ignore[attr-defined]
+        await pilot.pause()
+        return len(fragments) / (time.perf_counter() - start)
+
+
+class _BareMarkdownApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Markdown()
+
+
+async def _stream_into_bare_markdown(fragments: list[str]) -> float:
+    app = _BareMarkdownApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        start = time.perf_counter()
+        stream = Markdown.get_stream(app.query_one(Markdown))
+        for fragment in fragments:
+            await stream.write(fragment)
+        await stream.stop()
+        await pilot.pause()
+        return len(fragments) / (time.perf_counter() - start)
+
+
+async def _key_latencies(keys: int, fragments: list[str]) -> list[float]:
+    app = ToolscopeApp(ChatOptions(catalog=catalog_from(None), route_id="offline/demo", cwd=ROOT))
+    latencies: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        conversation = app.chat.conversation
+        composer = app.chat.composer
+        composer.focus()
+
+        async def stream_forever() -> None:
+            await conversation.stream(BlockStart(index=0, kind="text"))
+            while True:
+                for fragment in fragments:
+                    await conversation.stream(BlockDelta(index=0, text=fragment))
+
+        streamer = asyncio.create_task(stream_forever())
+        await asyncio.sleep(0.2)
+        for n in range(keys):
+            before = len(composer.text)
+            start = time.perf_counter()
+            await pilot.press("x")
+            while len(composer.text) == before:
+                await asyncio.sleep(0)
+            latencies.append(time.perf_counter() - start)
+        streamer.cancel()
+    return latencies
+
+
+FIRST_FRAME = """
+import sys, time
+start = time.perf_counter()
+kind = sys.argv[1]
+if kind == "bare":
+    from textual.app import App
+    from textual.widgets import Static
+    class Bare(App):
+        def compose(self):
+            yield Static("hello")
+        def on_mount(self):
+            self.call_after_refresh(self.exit)
+    Bare().run(headless=True, size=(120, 40))
+else:
+    from pathlib import Path
+    from app.agent.runtime import catalog_from
+    from app.ui.app import ChatOptions, ToolscopeApp
+    session = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+
+    class Timed(ToolscopeApp):
+        def on_ready(self):
+            def shown():
+                if session is None or self.chat.conversation.blocks:
+                    self.call_after_refresh(self.exit)
+                else:
+                    self.set_timer(0.001, shown)
+            shown()
+
+    Timed(ChatOptions(catalog=catalog_from(None), route_id="offline/demo", session_path=session)).run(headless=True, size=(120, 40))
+print(time.perf_counter() - start)
+"""
+
+
+def _first_frame(*args: str) -> float:
+    """Wall time of a fresh interpreter from start to exit after the first frame."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FIRST_FRAME, *args], check=True, cwd=ROOT, capture_output=True)
+    return time.perf_counter() - start
+
+
+async def _scroll_through(session: Path) -> int:
+    app = ToolscopeApp(ChatOptions(catalog=catalog_from(None), route_id="offline/demo", session_path=session, cwd=ROOT))
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.chat.conversation.blocks:
+            await pilot.pause(0.05)
+        conversation = app.chat.conversation
+        await pilot.pause()
+        while conversation.mounted_range[0] > 0:
+            await conversation.show_earlier()
+            await pilot.pause()
+        return len(conversation.blocks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fragments", type=int, default=1500)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keys", type=int, default=60)
+    options = parser.parse_args()
+    fragments = _fragments(options.fragments)
+    ok = True
+
+    empty, busy, bare = [], [], []
+    for _ in range(options.rounds):
+        empty.append(asyncio.run(_stream_into_conversation(0, fragments)))
+        busy.append(asyncio.run(_stream_into_conversation(1000, fragments)))
+        bare.append(asyncio.run(_stream_into_bare_markdown(fragments)))
+    fps_empty, fps_busy, fps_bare = (statistics.median(x) for x in (empty, busy, bare))
+    print(f"streaming: {fps_busy:.0f} fragments/s after 1,000 messages, {fps_empty:.0f} with none, {fps_bare:.0f} bare MarkdownStream")
+    for name, ratio in (("1,000 earlier vs none", fps_busy / fps_empty), ("conversation vs bare MarkdownStream", fps_empty / fps_bare)):
+        print(f"  {name}: {ratio:.2f}x (goal >= 0.9)")
+        ok = ok and ratio >= 0.9
+
+    latencies = sorted(asyncio.run(_key_latencies(options.keys, fragments)))
+    p95 = latencies[int(0.95 * (len(latencies) - 1))] * 1000
+    print(f"key press -> character while streaming: p95 {p95:.1f} ms, median {statistics.median(latencies) * 1000:.1f} ms (goal p95 <= 50 ms)")
+    ok = ok and p95 <= 50
+
+    bare_frames = [_first_frame("bare") for _ in range(options.rounds)]
+    chat_frames = [_first_frame("chat") for _ in range(options.rounds)]
+    ratio = statistics.median(chat_frames) / statistics.median(bare_frames)
+    print(f"first frame: toolscope chat {statistics.median(chat_frames):.2f} s, bare Textual app {statistics.median(bare_frames):.2f} s: {ratio:.2f}x (goal <= 1.3)")
+    ok = ok and ratio <= 1.3
+
+    with tempfile.TemporaryDirectory() as folder:
+        session = Path(folder) / "20260101-000000-bench1.jsonl"
+        written = write_large_session(session, events=25_000)
+        resumed = [_first_frame("chat", str(session)) for _ in range(options.rounds)]
+        ratio = statistics.median(resumed) / statistics.median(chat_frames)
+        print(f"resume ({written} events) to first frame {statistics.median(resumed):.2f} s vs empty chat: {ratio:.2f}x (goal <= 1.5)")
+        ok = ok and ratio <= 1.5
+        blocks = asyncio.run(_scroll_through(session))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS after scrolling through {blocks} blocks: {peak:.0f} MB (goal <= 250 MB)")
+        ok = ok and peak <= 250
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,400 @@
+"""The chat driven by its pilot as a user would: prompts, tools, changes, cancel, approval, resume.
+
+The model is the embedded offline one (real adapter, translator and projection) or a loopback
+HTTP server; tool sources are the real built-ins, plugins and an MCP stdio server.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from app.llm.projection import project_request
+from app.session.events import ToolRegistryUpdate
+from app.session.view import ContextItem
+from app.ui.widgets.approval import ApprovalPrompt
+from app.ui.widgets.assistant_message import AssistantBlock
+from app.ui.widgets.context_node import ContextBlock, ContextNode
+from app.ui.widgets.markers import TurnEndBlock
+from app.ui.widgets.tool_call import ToolCallBlock
+from tests.functional.e2e.harness import TOOLS_SERVER
+from tests.functional.ui.chat_support import SIZE, blocks, cursor_blink_off, make_bench, run, send, settle, type_text, until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch):
+    return make_bench(tmp_path, monkeypatch)
+
+
+def test_a_prompt_gets_its_answer_with_the_tool_call(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use read_file on README.md")
+            assert blocks(app) == ["UserBlock", "AssistantBlock", "ToolCallBlock", "AssistantBlock"]
+            call = app.chat.conversation.blocks[2]
+            assert isinstance(call, ToolCallBlock) and call.status == "done"
+            assert call.call.name == "read_file" and "Demo project" in call.result.content
+            answer = app.chat.conversation.blocks[-1]
+            assert isinstance(answer, AssistantBlock) and "read_file" in answer.text
+        session = bench.only_session()
+        assert session.view().turns[-1].end_reason == "completed"
+
+    run(scenario())
+
+
+def test_switching_a_plugin_on_gives_the_next_request_a_header_a_developer_message_and_a_node(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+            app.registry.enable_plugin("calculator")
+            await send(pilot, "use calculate on 6*7")
+            assert blocks(app)[:4] == ["UserBlock", "AssistantBlock", "UserBlock", "ContextBlock"]
+            assert str(app.chat.query_one(ContextNode).query_one(".summary").render()) == "ⓘ Tool added: calculate"
+            calls = [block for block in app.chat.conversation.blocks if isinstance(block, ToolCallBlock)]
+            assert [(call.call.name, call.status) for call in calls] == [("calculate", "done")]
+
+        view = bench.only_session().view()
+        headers = [request.header for request in view.requests]
+        assert "calculate" not in [tool.name for tool in headers[0].tools]
+        assert "calculate" in [tool.name for tool in headers[1].tools]
+        (context,) = [item for item in view.items if isinstance(item, ContextItem)]
+        assert isinstance(context.message, ToolRegistryUpdate)
+        assert [addition.name for addition in context.message.additions] == ["calculate"]
+        second = view.requests[1]
+        for route_id, expected in (
+            ("deepseek/deepseek-flash", [("tool_addition", "calculate")]),  # addition-only
+            ("offline/demo", [("tool_addition", "calculate")]),  # in-history
+        ):
+            projected = project_request(second, app.catalog.get(route_id))
+            assert [(block.kind, block.name) for group in projected.groups for block in group.blocks] == expected
+            assert "calculate" not in [d.tool.name for d in projected.declarations if not d.defer_loading]
+
+    run(scenario())
+
+
+def test_an_mcp_server_changing_its_tools_mid_turn_shows_the_context_node(bench) -> None:
+    bench.config_lines += [
+        "[mcp.servers.lab]",
+        f"command = {sys.executable!r}".replace("'", '"'),
+        f'args = ["{TOOLS_SERVER}", "--relist-delay", "0.2"]',
+        "",
+    ]
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use lab__swap_tools")
+            contexts = [block for block in app.chat.conversation.blocks if isinstance(block, ContextBlock)]
+            assert len(contexts) == 1
+            node = app.chat.query_one(ContextNode)
+            assert str(node.query_one(".summary").render()) == "▶ 1 tool added, 1 removed"
+            assert not node.has_class("-expanded")
+            node.focus()
+            await pilot.press("enter")
+            assert node.has_class("-expanded")
+            names = [str(widget.render()) for widget in node.query(".names")]
+            assert names == ["+ lab__late", "− lab__echo"]
+
+    run(scenario())
+
+
+def test_escape_cancels_a_running_turn_and_keeps_the_partial_answer(bench, monkeypatch) -> None:
+    monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.05")
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "tell me about the tools you have", wait=False)
+            await until(pilot, lambda: any(isinstance(b, AssistantBlock) and b.text for b in app.chat.conversation.blocks))
+            await pilot.press("escape")
+            await until(pilot, lambda: not app.turn_running)
+            await settle(pilot)
+            assert blocks(app)[-1] == "TurnEndBlock"
+            answer = app.chat.conversation.blocks[-2]
+            assert isinstance(answer, AssistantBlock) and answer.interrupted and answer.text
+        view = bench.only_session().view()
+        assert view.turns[-1].end_reason == "aborted"
+        (reply,) = [request.outcome for request in view.requests]
+        assert reply.interrupted and reply.finish == "aborted"
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(("key", "status", "ran"), [("y", "done", True), ("n", "failed", False)])
+def test_a_command_waits_for_approval_and_runs_only_when_allowed(bench, key, status, ran) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use run_command on touch made-by-tool", wait=False)
+            await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+            prompt = app.chat.query_one(ApprovalPrompt)
+            assert "touch made-by-tool" in str(prompt.query_one(".detail").render())
+            await pilot.press(key)
+            await until(pilot, lambda: not app.turn_running)
+            await settle(pilot)
+            assert not app.chat.query(ApprovalPrompt)
+            (call,) = [b for b in app.chat.conversation.blocks if isinstance(b, ToolCallBlock)]
+            assert call.status == status
+            if not ran:
+                assert call.result.error.code == "APPROVAL_DENIED"
+        assert (bench.workspace / "made-by-tool").exists() == ran
+
+    run(scenario())
+
+
+def test_allow_for_this_session_asks_once_per_tool_and_the_mouse_works_too(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use run_command on touch first", wait=False)
+            await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+            await pilot.click("#session")
+            await until(pilot, lambda: not app.turn_running)
+            await send(pilot, "use run_command on touch second")
+            assert not app.chat.query(ApprovalPrompt)
+        assert (bench.workspace / "first").exists() and (bench.workspace / "second").exists()
+
+    run(scenario())
+
+
+def test_overwriting_a_file_shows_the_diff_before_it_is_allowed(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = 'use write_file with {"path": "README.md", "content": "# Demo project\\n\\nRewritten.\\n"}'
+            app.chat.composer.load_text(prompt)
+            await until(pilot, lambda: app.registry is not None)
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+            detail = str(app.chat.query_one(ApprovalPrompt).query_one(".detail").render())
+            assert "-A small workspace for the chat tests." in detail and "+Rewritten." in detail
+            await pilot.press("n")
+            await until(pilot, lambda: not app.turn_running)
+        assert "A small workspace" in (bench.workspace / "README.md").read_text()
+
+    run(scenario())
+
+
+def _rendering(app) -> list[tuple[object, ...]]:
+    """Where the conversation is scrolled, then each block's widget: class, texts and heights."""
+    conversation = app.chat.conversation
+    children = [type(child).__name__ for child in conversation.children]
+    shown: list[tuple[object, ...]] = [("scroll", conversation.scroll_y, conversation.virtual_size, children)]
+    for block in conversation.blocks:
+        widget = block.widget
+        assert widget is not None
+        texts = [str(node.render()) for node in widget.walk_children(with_self=True) if isinstance(node, Static)]
+        heights = [child.region.height for child in widget.children]
+        shown.append((type(widget).__name__, "\n".join(texts), widget.region.height, heights))
+    return shown
+
+
+def _cells(app) -> list[tuple[str, str]]:
+    """The screen cell by cell (character and style), however the segments happen to be split."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor", record=True)
+    console.print(app.screen._compositor.render_update(full=True))
+    return [(char, str(segment.style)) for segment in console._record_buffer for char in segment.text]
+
+
+def test_a_resumed_session_renders_as_it_did_live(bench) -> None:
+    async def scenario() -> tuple[list[tuple[object, ...]], list[tuple[str, str]], Path]:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use read_file on README.md")
+            app.registry.enable_plugin("clock")
+            await send(pilot, "use run_command on echo hi", wait=False)
+            await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+            await pilot.press("n")
+            await until(pilot, lambda: not app.turn_running)
+            await settle(pilot)
+            live = _rendering(app)
+            await cursor_blink_off(pilot)
+            live_picture = _cells(app)
+        (path,) = bench.sessions()
+        return live, live_picture, path
+
+    live, live_picture, path = run(scenario())
+
+    async def resumed() -> tuple[list[tuple[object, ...]], list[tuple[str, str]]]:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.writer is not None and app.chat.conversation.blocks)
+            await settle(pilot)
+            await cursor_blink_off(pilot)
+            return _rendering(app), _cells(app)
+
+    again, again_picture = run(resumed())
+    assert again == live
+    assert again_picture == live_picture
+
+    kinds = [entry[0] for entry in live]
+    assert {"UserMessage", "AssistantMessage", "ToolCallView", "ContextNode"} <= set(kinds)
+
+
+def test_prompt_history_survives_the_session_and_up_recalls_it(bench) -> None:
+    async def first() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+
+    run(first())
+
+    async def second() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.chat.composer.prompt_history.prompts)
+            await pilot.press("up")
+            assert app.chat.composer.text == "hello"
+            await pilot.press("down")
+            assert app.chat.composer.text == ""
+
+    run(second())
+
+
+def test_ctrl_j_and_shift_enter_add_lines_and_enter_sends(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await type_text(pilot, "one")
+            await pilot.press("ctrl+j")
+            await type_text(pilot, "two")
+            await pilot.press("shift+enter")
+            await type_text(pilot, "three")
+            assert app.chat.composer.text == "one\ntwo\nthree"
+            await until(pilot, lambda: app.registry is not None)
+            await pilot.press("enter")
+            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await settle(pilot)
+            assert app.chat.composer.text == ""
+        (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
+        assert user.text == "one\ntwo\nthree"
+
+    run(scenario())
+
+
+def test_slash_lists_matching_commands_and_enter_runs_the_highlighted_one(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await type_text(pilot, "/he")
+            completions = app.chat.query_one("#completions")
+            assert completions.visible
+            assert [option.id for option in completions.options] == ["/help"]
+            await pilot.press("enter")
+            await pilot.pause()
+            assert any("Ctrl+J" in str(note.message) for note in app._notifications)
+            assert not bench.sessions()
+
+    run(scenario())
+
+
+def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
+    from textual.events import Paste
+
+    text = "\n".join(f"line {n} " + "x" * 60 for n in range(50_000))
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await type_text(pilot, "count these: ")
+            app.post_message(Paste(text))
+            await until(pilot, lambda: "Pasted" in app.chat.composer.text)
+            assert app.chat.composer.text == "count these: [Pasted text #1: 50000 lines]"
+            await until(pilot, lambda: app.registry is not None)
+            await pilot.press("enter")
+            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+        (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
+        assert user.text == "count these: " + text
+
+    run(scenario())
+
+
+def test_a_route_without_its_key_fails_in_a_node_not_a_traceback(bench, monkeypatch) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+
+    async def scenario() -> None:
+        app = bench.app("deepseek/deepseek-flash")
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+            assert blocks(app) == ["UserBlock", "ErrorBlock", "TurnEndBlock"]
+            assert "DEEPSEEK_API_KEY" in str(app.chat.query_one("ErrorNode").render())
+            assert app.is_running
+
+    run(scenario())
+
+
+def test_an_mcp_server_that_will_not_start_is_a_notification(bench) -> None:
+    crash = Path(TOOLS_SERVER).with_name("crash_at_start.py")
+    bench.config_lines += ["[mcp.servers.broken]", f'command = "{sys.executable}"', f'args = ["{crash}"]', ""]
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app._notifications)
+            assert any("broken" in str(note.message) for note in app._notifications)
+            await send(pilot, "hello")
+            assert blocks(app)[0] == "UserBlock"
+
+    run(scenario())
+
+
+def test_a_session_another_process_writes_opens_read_only(bench) -> None:
+    from app.session.store import SessionStore
+
+    writer = SessionStore(bench.home / "sessions").create(bench.workspace)
+    try:
+
+        async def scenario() -> None:
+            app = bench.app(session=writer.path)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: app.read_only is not None)
+                await settle(pilot)
+                assert app.chat.composer.disabled
+                assert any("read-only" in str(note.message) for note in app._notifications)
+
+        run(scenario())
+    finally:
+        writer.close()
+
+
+def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench) -> None:
+    from app.ui.widgets.conversation import WINDOW
+    from benchmarks.sessions import write_large_session
+
+    sessions = bench.home / "sessions"
+    sessions.mkdir(parents=True)
+    path = sessions / "20260101-000000-window.jsonl"
+    write_large_session(path, events=3000)
+
+    async def scenario() -> None:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.chat.conversation.blocks)
+            await settle(pilot)
+            conversation = app.chat.conversation
+            low, high = conversation.mounted_range
+            assert high == len(conversation.blocks) and high - low == WINDOW
+            assert len(conversation.children) == WINDOW
+            conversation.scroll_home(animate=False, immediate=True)
+            await until(pilot, lambda: conversation.mounted_range[0] < low)
+            await settle(pilot)
+            new_low, new_high = conversation.mounted_range
+            assert new_high - new_low <= WINDOW and len(conversation.children) == new_high - new_low
+            assert conversation.blocks[new_low].widget is not None and conversation.blocks[new_high - 1].widget is not None
+            await app.chat.action_jump_to_end()
+            await settle(pilot)
+            assert conversation.mounted_range[1] == len(conversation.blocks)
+
+    run(scenario())

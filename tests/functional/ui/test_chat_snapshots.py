@@ -1,0 +1,148 @@
+"""Pictures of the chat (pytest-textual-snapshot), driven by the pilot as a user would.
+
+Fixed terminal size, the cursor still, the offline model or a loopback server, retry countdowns
+on a frozen clock: nothing in a picture depends on time, ids or paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from app import i18n
+from app.ui.widgets.approval import ApprovalPrompt
+from app.ui.widgets.context_node import ContextNode
+from app.ui.widgets.failure_nodes import RetryNode
+from tests.functional.ui.chat_support import SIZE, cursor_blink_off, freeze_countdowns, make_bench, send, until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch):
+    return make_bench(tmp_path, monkeypatch)
+
+
+def test_empty_chat(bench, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: pilot.app.registry is not None)
+        await cursor_blink_off(pilot)
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_streamed_answer_with_a_tool_call(bench, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await send(pilot, "use read_file on README.md")
+        await cursor_blink_off(pilot)
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_single_tool_context_node(bench, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await send(pilot, "hello")
+        pilot.app.registry.enable_plugin("calculator")
+        await send(pilot, "use calculate on 6*7")
+        await cursor_blink_off(pilot)
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("expanded", [False, True], ids=["collapsed", "expanded"])
+def test_multi_tool_context_node(bench, snap_compare, expanded) -> None:
+    async def run_before(pilot) -> None:
+        await send(pilot, "hello")
+        pilot.app.registry.enable_plugin("clock")
+        pilot.app.registry.enable_plugin("calculator")
+        await send(pilot, "thanks")
+        if expanded:
+            await pilot.click(ContextNode)
+        pilot.app.chat.query_one(ContextNode).scroll_visible(top=True, animate=False, immediate=True)
+        await cursor_blink_off(pilot)
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
+
+
+class _TooManyRequests(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = json.dumps({"error": {"message": "Rate limit reached, slow down", "type": "rate_limit"}}).encode()
+        self.send_response(429)
+        self.send_header("content-type", "application/json")
+        self.send_header("retry-after", "3")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def rate_limited() -> Iterator[str]:
+    """A loopback provider that answers every request with 429 and `Retry-After: 3`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TooManyRequests)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def _never_wake(_seconds: float) -> None:
+    """The retry's wait, which this picture never gets past."""
+    await asyncio.Event().wait()
+
+
+def test_error_with_a_retry_countdown(bench, rate_limited, snap_compare) -> None:
+    route = bench.loopback_route(rate_limited)
+
+    async def run_before(pilot) -> None:
+        freeze_countdowns(pilot.app)
+        await send(pilot, "hello", wait=False)
+        await until(pilot, lambda: pilot.app.chat.query(RetryNode))
+        await cursor_blink_off(pilot)
+
+    app = bench.app(route, sleep=_never_wake)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_approval_prompt_with_the_diff_of_a_file(bench, snap_compare) -> None:
+    prompt = 'use write_file with {"path": "README.md", "content": "# Demo project\\n\\nRewritten by the model.\\n"}'
+
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: pilot.app.registry is not None)
+        pilot.app.chat.composer.load_text(prompt)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.focused, ApprovalPrompt))
+        await pilot.pause()
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    before = i18n.current_language()
+    i18n.set_language("zh_CN")
+    try:
+        yield
+    finally:
+        i18n.set_language(before)
+
+
+def test_the_same_chat_in_chinese(bench, chinese, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await send(pilot, "hello")
+        pilot.app.registry.enable_plugin("clock")
+        await send(pilot, "use read_file on README.md")
+        await cursor_blink_off(pilot)
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
