@@ -21,7 +21,7 @@ import re
 import sys
 import textwrap
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -63,6 +63,10 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         return _fail(str(error), EXIT_USAGE)
     try:
         session = Session.open(resolve_session(args.session))
+        if args.request is None:
+            # Every request is read anyway: validate strictly first, so that a corrupt log is
+            # refused before any output. One request costs only what it reads (DESIGN §12).
+            session.load()
         requests = session.view().requests
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
@@ -82,14 +86,13 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
             EXIT_USAGE,
         )
     try:
-        # Only the requests reported are read (DESIGN §12): a corrupt line surfaces when it is.
-        reports = inspect_requests(requests, routes, only=args.request)
+        if args.json:
+            write_report_json(sys.stdout, session.id, iter_reports(requests, routes, only=args.request))
+        else:
+            reports = inspect_requests(requests, routes, only=args.request)
+            sys.stdout.write(render_text(session.id, len(requests), reports, color=_colors(sys.stdout)))
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
-    if args.json:
-        print(json.dumps(report_json(session.id, reports), ensure_ascii=False, indent=2))
-    else:
-        sys.stdout.write(render_text(session.id, len(requests), reports, color=_colors(sys.stdout)))
     return EXIT_OK
 
 
@@ -133,16 +136,21 @@ class RequestReport:
 def inspect_requests(
     requests: Sequence[ModelRequest], routes: Sequence[Route], *, only: int | None = None
 ) -> list[RequestReport]:
-    """Reports for every request (or request number `only`) on every route.
+    return list(iter_reports(requests, routes, only=only))
+
+
+def iter_reports(
+    requests: Sequence[ModelRequest], routes: Sequence[Route], *, only: int | None = None
+) -> Iterator[RequestReport]:
+    """Reports for every request (or request number `only`) on every route, one at a time.
 
     The prefix of a request is compared with the previous request's body on the same route, so
     that one is rendered too even when only one request is reported.
     """
     first = 0 if only is None else max(only - 2, 0)
     last = len(requests) if only is None else only
-    reports: list[RequestReport] = []
     previous: dict[str, WireRequest | None] = {}
-    for request in requests[first:last]:
+    for request in requests[first:last] if only is not None else requests:
         route_reports = []
         for route in routes:
             if route.id in previous:
@@ -152,8 +160,7 @@ def inspect_requests(
             previous[route.id] = report.wire
             route_reports.append(report)
         if only is None or request.index == only:
-            reports.append(RequestReport(request, tuple(route_reports)))
-    return reports
+            yield RequestReport(request, tuple(route_reports))
 
 
 def _route_report(
@@ -176,19 +183,26 @@ def _route_report(
     return RouteReport(route, projected, wire, None, prefix)
 
 
-def report_json(session_id: str, reports: Sequence[RequestReport]) -> dict[str, Any]:
+def write_report_json(out: TextIO, session_id: str, reports: Iterable[RequestReport]) -> None:
+    """The JSON report, written request by request (a long session's never sits whole in memory);
+    the same document `json.dumps(…, indent=2)` would give."""
+    out.write("{\n  " + json.dumps("session") + ": " + json.dumps(session_id, ensure_ascii=False))
+    out.write(',\n  "requests": [')
+    separator = "\n"
+    for report in reports:
+        body = json.dumps(_request_json(report), ensure_ascii=False, indent=2)
+        out.write(separator + textwrap.indent(body, "    "))
+        separator = ",\n"
+    out.write("\n  ]\n}\n" if separator != "\n" else "]\n}\n")
+
+
+def _request_json(report: RequestReport) -> dict[str, Any]:
     return {
-        "session": session_id,
-        "requests": [
-            {
-                "index": report.request.index,
-                "turn": report.request.turn,
-                "step": report.request.step,
-                "sent_on": report.request.route,
-                "routes": {item.route.id: _route_json(item) for item in report.routes},
-            }
-            for report in reports
-        ],
+        "index": report.request.index,
+        "turn": report.request.turn,
+        "step": report.request.step,
+        "sent_on": report.request.route,
+        "routes": {item.route.id: _route_json(item) for item in report.routes},
     }
 
 
