@@ -78,7 +78,7 @@ def _run(args: list[str]) -> int:
     if handler is None:
         # No command: the chat, on the default route and a new session.
         options.route = options.session = None
-        options.continue_latest = False
+        options.continue_ = False
         handler = _chat
     try:
         return handler(options, config)
@@ -244,6 +244,24 @@ def _command_parser(
     """One command's parser: the global options accepted after it too, no abbreviations."""
     return subparsers.add_parser(
         name, parents=[shared], help=summary, description=description, allow_abbrev=False
+    )
+
+
+def _add_route_and_session(parser: argparse.ArgumentParser) -> None:
+    """`--route R` and `--session ID|FILE | -c`, the same for `run` and `chat`."""
+    from app.i18n import _
+
+    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+    )
+    which.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help=_("continue the session written to last"),
     )
 
 
@@ -485,18 +503,7 @@ def _add_run(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentPa
         nargs="?",
         help=_("what to ask; '-' or none reads it from stdin when stdin is not a terminal"),
     )
-    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument(
-        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
-    )
-    which.add_argument(
-        "-c",
-        "--continue",
-        dest="continue_",
-        action="store_true",
-        help=_("continue the session written to last"),
-    )
+    _add_route_and_session(parser)
     parser.add_argument(
         "--json", action="store_true", help=_("print every logged event as one JSON line")
     )
@@ -606,18 +613,7 @@ def _add_chat(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentP
             "Open the full-screen chat: a new session, or one continued with --session or -c."
         ),
     )
-    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
-    )
-    where.add_argument(
-        "-c",
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help=_("continue the most recent session"),
-    )
+    _add_route_and_session(parser)
     parser.set_defaults(handler=_chat)
 
 
@@ -637,7 +633,7 @@ def _chat(options: argparse.Namespace, config: Config | None) -> int:
     session_path = None
     if options.session:
         session_path = store.resolve(options.session)
-    elif options.continue_latest:
+    elif options.continue_:
         session_path = store.resolve(latest_session(store))
 
     from app.ui.app import ChatOptions, run_chat
