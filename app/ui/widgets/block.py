@@ -11,6 +11,11 @@ from textual.widget import Widget
 
 class Block:
     widget: Widget | None = None
+    expanded: bool = False
+
+    @property
+    def expandable(self) -> bool:
+        return True
 
     def build(self) -> Widget:
         """A fresh widget showing this block's current state."""
@@ -21,3 +26,18 @@ class Block:
         widget = self.widget
         if widget is not None and widget.is_mounted:
             widget.refresh_from_block()  # type: ignore[attr-defined]
+
+
+class ExpandsOnClick:
+    """For a block's widget: Enter or a click flips the block's `expanded` and redraws. The state
+    lives on the block, so it survives the widget being unmounted and built again."""
+
+    block: Block
+
+    def on_click(self) -> None:
+        self.action_toggle()
+
+    def action_toggle(self) -> None:
+        if self.block.expandable:
+            self.block.expanded = not self.block.expanded
+            self.refresh_from_block()  # type: ignore[attr-defined]

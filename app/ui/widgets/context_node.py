@@ -15,10 +15,10 @@ from app.i18n import N_, _
 from app.session.events import ToolRegistryUpdate
 from app.session.view import ContextItem
 from app.ui.text import literal
-from app.ui.widgets.block import Block
+from app.ui.widgets.block import Block, ExpandsOnClick
 
 
-class ContextNode(Vertical, can_focus=True):
+class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
     DEFAULT_CSS = """
     ContextNode {
         height: auto;
@@ -63,14 +63,6 @@ class ContextNode(Vertical, can_focus=True):
         message = self.block.item.message
         summary = tool_change_notice(message).summary if isinstance(message, ToolRegistryUpdate) else instructions_notice()
         self.query_one(".summary", Static).update(self._summary(summary))
-
-    def on_click(self) -> None:
-        self.action_toggle()
-
-    def action_toggle(self) -> None:
-        if self.block.expandable:
-            self.block.expanded = not self.block.expanded
-            self.refresh_from_block()
 
 
 class ContextBlock(Block):

@@ -7,10 +7,10 @@ from textual.widgets import Static
 from app.i18n import N_, _
 from app.session.view import SummaryItem
 from app.ui.text import literal
-from app.ui.widgets.block import Block
+from app.ui.widgets.block import Block, ExpandsOnClick
 
 
-class CompactionNode(Static, can_focus=True):
+class CompactionNode(ExpandsOnClick, Static, can_focus=True):
     DEFAULT_CSS = """
     CompactionNode {
         margin: 1 0 0 0;
@@ -35,13 +35,6 @@ class CompactionNode(Static, can_focus=True):
             self.update(literal(title + "\n" + self.block.item.summary))
         else:
             self.update(literal(title))
-
-    def on_click(self) -> None:
-        self.action_toggle()
-
-    def action_toggle(self) -> None:
-        self.block.expanded = not self.block.expanded
-        self.refresh_from_block()
 
 
 class CompactionBlock(Block):

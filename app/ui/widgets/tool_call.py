@@ -13,7 +13,7 @@ from app.i18n import N_, _, ngettext
 from app.session.events import ToolCallContent
 from app.session.view import ToolResultItem
 from app.ui.text import clip_lines, literal
-from app.ui.widgets.block import Block
+from app.ui.widgets.block import Block, ExpandsOnClick
 
 COLLAPSED_LINES = 6
 ARGUMENT_CHARS = 200
@@ -21,7 +21,7 @@ ARGUMENT_CHARS = 200
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 
 
-class ToolCallView(Vertical, can_focus=True):
+class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
     DEFAULT_CSS = """
     ToolCallView {
         height: auto;
@@ -81,13 +81,6 @@ class ToolCallView(Vertical, can_focus=True):
             more.update(
                 ngettext("… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden).format(n=hidden)
             )
-
-    def on_click(self) -> None:
-        self.action_toggle()
-
-    def action_toggle(self) -> None:
-        self.block.expanded = not self.block.expanded
-        self.refresh_from_block()
 
 
 class ToolCallBlock(Block):
