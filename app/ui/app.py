@@ -16,6 +16,7 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.signal import Signal
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from app import i18n
@@ -25,6 +26,7 @@ from app.config import Config
 from app.i18n import N_, _
 from app.llm.routes import RouteCatalog
 from app.session.errors import SessionError, SessionLockedError
+from app.session.events import Envelope
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
 from app.session.view import SessionView
@@ -77,6 +79,9 @@ class ToolscopeApp(App[None]):
         self._turn: Worker[None] | None = None
         self._tools_ready = asyncio.Event()
         self._new_sequence_pending = False
+        self.session_advanced: Signal[Envelope | None] = Signal(self, "session-advanced")
+        """Published after the chat rendered a logged event (None: the whole session was replaced);
+        live views of the session (trajectory, inspector) subscribe to it and re-read `view()`."""
 
     # --- start-up and shut-down --------------------------------------------------------------------
 

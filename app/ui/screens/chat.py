@@ -91,6 +91,7 @@ class ChatScreen(Screen[None]):
             self._fed = len(view.items)
         self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(view)
+        self.app.session_advanced.publish(None)
 
     async def on_event_appended(self, message: EventAppended) -> None:
         view = self.app.view()
@@ -106,6 +107,7 @@ class ChatScreen(Screen[None]):
         if isinstance(event, TurnEnd):
             await self.conversation.end_turn(event.data.reason)
         self.query_one("#welcome").add_class("-hidden")
+        self.app.session_advanced.publish(event)
 
     async def on_stream_piece(self, message: StreamPiece) -> None:
         await self.conversation.stream(message.event)
