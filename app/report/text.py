@@ -65,16 +65,16 @@ def render_text(
 def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[str]:
     route = report.route
     labels = section_labels()
-    width = max(_width(label) for label in labels.values()) + 2
+    width = max(cell_width(label) for label in labels.values()) + 2
     indent = " " * (2 + width)
 
     def section(key: str, texts: Sequence[str]) -> list[str]:
         """The label on the first line, the other lines under its value; "none" when empty."""
         first, *rest = texts or [_("none")]
-        return [("  " + _pad(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
+        return [("  " + pad_cells(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
 
     about = route_about(route)
-    if _width(route.id) + 2 + _width(about) <= TEXT_WIDTH:
+    if cell_width(route.id) + 2 + cell_width(about) <= TEXT_WIDTH:
         lines = [paint.bold(route.id) + "  " + paint.dim(about)]
     else:
         lines = [paint.bold(route.id), "  " + paint.dim(about)]
@@ -124,17 +124,17 @@ def _block_rows(report: RouteReport) -> list[str]:
 def _columns(rows: list[list[str]]) -> list[str]:
     if not rows:
         return []
-    widths = [max(_width(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return ["  ".join(_pad(cell, widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    widths = [max(cell_width(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join(pad_cells(cell, widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
 
 
-def _width(text: str) -> int:
+def cell_width(text: str) -> int:
     """Terminal cells: wide (CJK) characters take two, so localized labels still line up."""
     return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
-def _pad(text: str, width: int) -> str:
-    return text + " " * (width - _width(text))
+def pad_cells(text: str, width: int) -> str:
+    return text + " " * (width - cell_width(text))
 
 
 class _Painter:

@@ -61,6 +61,7 @@ class ToolscopeApp(App[None]):
         Binding(keymap.TOOLS, "open_tools", N_("Tools")),
         Binding(keymap.ROUTES, "pick_route", N_("Route")),
         Binding(keymap.SESSIONS, "pick_session", N_("Sessions"), show=False),
+        Binding(keymap.INSPECT, "inspect", N_("Inspect")),
     ]
 
     def __init__(self, options: ChatOptions) -> None:
@@ -285,7 +286,10 @@ class ToolscopeApp(App[None]):
             self.notify(error.failure.message, title=_("Compaction failed"), severity="error", timeout=8)
 
     def action_inspect(self) -> None:
-        self.notify(_("Inspecting requests in the chat is coming with the trajectory viewer; use `toolscope inspect ID` meanwhile."), timeout=6)
+        """The inspector on the latest request, following the session as it is logged."""
+        from app.ui.screens.inspector import InspectorScreen
+
+        self.push_screen(InspectorScreen(follow_latest=True))
 
     async def action_switch_language(self) -> None:
         language = "en" if i18n.current_language() == "zh_CN" else "zh_CN"
