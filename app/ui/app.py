@@ -33,7 +33,7 @@ from app.session.view import SessionView
 from app.tools.registry import SourceProblem, ToolRegistry
 from app.ui import keymap, slash
 from app.ui.bridge import ChatApprover, ChatListener
-from app.ui.commands import SCREEN_COMMANDS
+from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS
 from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
@@ -55,7 +55,7 @@ class ChatOptions:
 
 class ToolscopeApp(App[None]):
     TITLE = "toolscope"
-    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS
+    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
         Binding(keymap.TOOLS, "open_tools", N_("Tools")),
@@ -290,6 +290,22 @@ class ToolscopeApp(App[None]):
         from app.ui.screens.inspector import InspectorScreen
 
         self.push_screen(InspectorScreen(follow_latest=True))
+
+    def action_export(self, fmt: str) -> None:
+        """Export the session (`md`, `html`, `json`) into the working directory."""
+        from app.ui.exporting import export_session
+
+        session = self.writer.session if self.writer is not None else self.read_only
+        self.run_worker(
+            export_session(
+                self,
+                (session.id, session.path) if session is not None else None,
+                list(self.catalog),
+                fmt,
+                self.options.cwd,
+            ),
+            group="export",
+        )
 
     async def action_switch_language(self) -> None:
         language = "en" if i18n.current_language() == "zh_CN" else "zh_CN"
