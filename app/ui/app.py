@@ -38,6 +38,7 @@ from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
 from app.ui.screens.chat import ChatScreen
+from app.ui.screens.inspector import InspectorScreen
 
 
 @dataclass
@@ -287,9 +288,13 @@ class ToolscopeApp(App[None]):
 
     def action_inspect(self) -> None:
         """The inspector on the latest request, following the session as it is logged."""
-        from app.ui.screens.inspector import InspectorScreen
-
         self.push_screen(InspectorScreen(follow_latest=True))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """On the inspector, its own key does not open another one (nor shows in the footer)."""
+        if action == "inspect" and isinstance(self.screen, InspectorScreen):
+            return False
+        return True
 
     def action_export(self, fmt: str) -> None:
         """Export the session (`md`, `html`, `json`) into the working directory."""

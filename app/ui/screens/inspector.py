@@ -16,26 +16,51 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import SelectionList
-from textual.widgets.selection_list import Selection
+from textual.containers import VerticalScroll
+from textual.widgets import Checkbox
 
 from app.i18n import N_, _
 from app.llm.routes import Route
 from app.report.model import RequestReport, inspect_requests
 from app.session.view import SessionView
+from app.terminal import printable
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
+from app.ui.screens.tools import SourceSwitch
 from app.ui.widgets.inspector import Inspector, InspectorMode
 
 ViewSource = Callable[[], SessionView | None]
 
 
-class RouteChooser(SelectionList[str]):
-    """Which routes of the catalog the inspector shows (Space or a click toggles one)."""
+class RouteChooser(VerticalScroll, can_focus=False):
+    """Which routes of the catalog the inspector shows: a switch per route (Space, Enter or a click
+    toggles one; the arrows move between them)."""
+
+    BINDINGS = [
+        Binding("down", "app.focus_next", show=False),
+        Binding("up", "app.focus_previous", show=False),
+    ]
+
+    def __init__(self, routes: Sequence[Route], shown: set[str]) -> None:
+        super().__init__(id="route-chooser")
+        self._switches = [
+            SourceSwitch(Text(printable(route.id)), route.id in shown, name=route.id) for route in routes
+        ]
+
+    def compose(self) -> ComposeResult:
+        yield from self._switches
+
+    @property
+    def chosen(self) -> list[str]:
+        return [switch.name for switch in self._switches if switch.value and switch.name]
+
+    def focus_first(self) -> None:
+        self._switches[0].focus()
 
 
 class InspectorScreen(Screen[None]):
@@ -91,15 +116,13 @@ class InspectorScreen(Screen[None]):
 
     @property
     def shown_routes(self) -> list[str]:
-        return list(self.query_one(RouteChooser).selected)
+        return self.query_one(RouteChooser).chosen
 
     # --- building
 
     def compose(self) -> ComposeResult:
         shown = set(self._shown) if self._shown is not None else {route.id for route in self.routes}
-        chooser = RouteChooser(
-            *(Selection(route.id, route.id, route.id in shown) for route in self.routes), id="route-chooser"
-        )
+        chooser = RouteChooser(self.routes, shown)
         chooser.border_title = _("Routes shown")
         yield chooser
         yield Inspector(self.routes, id="inspector")
@@ -178,7 +201,7 @@ class InspectorScreen(Screen[None]):
         chooser = self.query_one(RouteChooser)
         chooser.toggle_class("-open")
         if chooser.has_class("-open"):
-            chooser.focus()
+            chooser.focus_first()
         else:
             self.set_focus(None)
 
@@ -189,6 +212,6 @@ class InspectorScreen(Screen[None]):
         else:
             self.dismiss(None)
 
-    @on(SelectionList.SelectedChanged)
+    @on(Checkbox.Changed)
     def _routes_chosen(self) -> None:
         self.inspector.show_routes(self.shown_routes)

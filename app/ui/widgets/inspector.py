@@ -35,6 +35,9 @@ from app.report.wording import (
 )
 from app.terminal import json_text
 
+MIN_COLUMN_WIDTH = 48
+"""A route's column is never narrower: wider than the screen, the columns scroll sideways."""
+
 Part = str | tuple[str, str]
 """A piece of `Content.assemble`: our own text, or (text, style)."""
 
@@ -80,7 +83,7 @@ def _summary(report: RouteReport, scrub: Scrubber) -> Content:
     labels = section_labels()
 
     def line(label: str, value: str, style: str = "") -> list[Part]:
-        return [(label + ": ", "bold"), (scrub.line(value), style), "\n"]
+        return [(labelled(label), "bold"), (scrub.line(value), style), "\n"]
 
     parts: list[Part] = []
     if report.error is not None:
@@ -112,10 +115,15 @@ def _summary(report: RouteReport, scrub: Scrubber) -> Content:
     return Content.assemble(*parts).rstrip()
 
 
+def labelled(label: str) -> str:
+    """A label before its value on the same line ("Prefix: "; "缓存前缀：")."""
+    return _("{label}: ").format(label=label)
+
+
 def _table(label: str, rows: Sequence[tuple[str, str]]) -> list[Part]:
     """A section: its label, then one indented row per entry with the first cells aligned."""
     if not rows:
-        return [(label + ": ", "bold"), _("none"), "\n"]
+        return [(labelled(label), "bold"), _("none"), "\n"]
     width = max(cell_width(first) for first, _rest in rows)
     parts: list[Part] = [(label, "bold"), "\n"]
     for first, rest in rows:
@@ -176,6 +184,18 @@ class Inspector(Vertical):
         shown = set(route_ids)
         for column in self.columns:
             column.display = column.route.id in shown
+        self._fit_columns()
+
+    def on_resize(self) -> None:
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """The routes shown share the width equally, each at least `MIN_COLUMN_WIDTH` wide."""
+        shown = [column for column in self.columns if column.display]
+        if shown and self.size.width:
+            width = max(MIN_COLUMN_WIDTH, self.size.width // len(shown))
+            for column in shown:
+                column.styles.width = width
 
     def show(
         self, report: RequestReport | None, total: int, mode: InspectorMode, *, following: bool
