@@ -7,20 +7,14 @@ chooser and the Chinese interface. Nothing shown depends on time, ids or paths.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from app import i18n
 from app.ui.screens.inspector import InspectorScreen
 from tests.functional.test_inspect import worked_example, write_session
 from tests.functional.ui.chat_support import make_bench, until
+from tests.functional.ui.test_inspector import ONE_PER_MODE, WIDE
 
 pytestmark = pytest.mark.timeout(120)
-
-WIDE = (160, 45)
-ONE_PER_MODE = ["deepseek/deepseek-flash", "anthropic/claude-sonnet", "openai/gpt"]
-"""addition-only, in-history, none."""
 
 
 @pytest.fixture
@@ -62,16 +56,6 @@ def test_the_diff_against_the_previous_request(app, snap_compare) -> None:
 
 def test_the_route_chooser(app, snap_compare) -> None:
     assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(5, "r"))
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    before = i18n.current_language()
-    i18n.set_language("zh_CN")
-    try:
-        yield
-    finally:
-        i18n.set_language(before)
 
 
 def test_the_inspector_in_chinese(chinese, app, snap_compare) -> None:
