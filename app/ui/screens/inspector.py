@@ -20,8 +20,8 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.containers import VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Checkbox
 
 from app.i18n import N_, _
@@ -152,8 +152,11 @@ class InspectorScreen(Screen[None]):
             return
         self._view, self._seen_requests = view, len(requests)
         if not requests:
-            self.request, self.report = None, None
-        elif self.following or self.request is None:
+            # The request asked for stays asked for: the session may still be loading.
+            self.report = None
+            self._show(rebuild=False)
+            return
+        if self.following or self.request is None:
             self.request = len(requests)
         else:
             self.request = min(max(self.request, 1), len(requests))

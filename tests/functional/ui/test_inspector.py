@@ -99,6 +99,24 @@ def test_previous_and_next_walk_the_requests_and_each_shows_its_tool_change(benc
     run(scenario())
 
 
+def test_the_request_asked_for_is_shown_once_the_session_has_loaded(bench, example) -> None:
+    async def scenario() -> None:
+        app = bench.app(session=example)
+        async with app.run_test(size=WIDE) as pilot:
+            await until(pilot, lambda: app.view() is not None)
+            # A source that has no session yet, as while a viewer is still reading the file.
+            loaded: list[object] = [None]
+            screen = InspectorScreen(3, follow_latest=False, source=lambda: loaded[0])
+            await app.push_screen(screen)
+            assert heading(screen) == "This session has no model requests yet."
+            loaded[0] = app.view()
+            app.session_advanced.publish(None)
+            await pilot.pause()
+            assert screen.request == 3 and heading(screen).startswith("Request 3 of 6")
+
+    run(scenario())
+
+
 def test_each_mode_declares_what_design_5_says_after_each_change(bench, example) -> None:
     def declared(text: str) -> list[str]:
         lines = text.split("Declarations\n", 1)[1].split("\nBlocks", 1)[0].splitlines()
