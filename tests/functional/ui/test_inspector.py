@@ -208,6 +208,7 @@ def test_the_key_never_reaches_the_inspector_and_hostile_text_is_literal(bench, 
                 everything = "\n".join(texts.values())
                 assert HOSTILE_KEY not in everything and "[redacted]" in everything
                 assert "\x1b" not in everything and "\u202e" not in everything
+                assert "[bold red]rich[/]" in everything  # Rich markup shown as typed
 
     assert HOSTILE_KEY in path.read_text()
     run(scenario())
