@@ -140,8 +140,13 @@ class InspectorScreen(Screen[None]):
         if signal is not None:
             signal.unsubscribe(self)
 
-    def _session_advanced(self, event: Any) -> None:
-        # None: the whole session was replaced (another one resumed, the language switched).
+    async def _session_advanced(self, event: Any) -> None:
+        if event is None:
+            # The whole session was replaced (another one resumed, the language switched): build
+            # the screen's words again, keeping the routes chosen.
+            self._shown = self.shown_routes
+            await self.recompose()
+            self.inspector.show_routes(self.shown_routes)
         self._refresh(force=event is None)
 
     def _refresh(self, *, force: bool = False) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Checkbox, Static
 
+from app import i18n
 from app.export.view_json import view_json
 from app.report.model import inspect_requests
 from app.session.session import Session
@@ -113,6 +114,25 @@ def test_the_request_asked_for_is_shown_once_the_session_has_loaded(bench, examp
             app.session_advanced.publish(None)
             await pilot.pause()
             assert screen.request == 3 and heading(screen).startswith("Request 3 of 6")
+
+    run(scenario())
+
+
+def test_switching_the_language_words_the_open_inspector_again(bench, example) -> None:
+    async def scenario() -> None:
+        app = bench.app(session=example)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = await open_inspector(pilot, 4, follow_latest=False, shown=ONE_PER_MODE)
+            try:
+                await app.run_action("switch_language")
+                await settle(pilot)
+                assert app.screen is screen and screen.request == 4
+                assert heading(screen).startswith("请求 4/6")
+                assert screen.query_one(RouteChooser).border_title == "显示的路由"
+                assert list(shown_text(screen)) == ONE_PER_MODE
+                assert "缓存前缀" in shown_text(screen)["openai/gpt"]
+            finally:
+                i18n.set_language("en")
 
     run(scenario())
 
