@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList
 from textual.widgets import Checkbox, Static
 
 from app import i18n
@@ -20,8 +21,8 @@ from app.report.model import inspect_requests
 from app.session.session import Session
 from app.ui.messages import PromptSubmitted
 from app.ui.screens.inspector import InspectorScreen, RouteChooser
-from app.ui.widgets.inspector import InspectorMode, RouteColumn
 from app.ui.screens.tools import ToolsScreen
+from app.ui.widgets.inspector import InspectorMode, RouteColumn
 from tests.functional.test_export import KEY as HOSTILE_KEY
 from tests.functional.test_export import crafted_log
 from tests.functional.test_inspect import worked_example, write_session
@@ -299,10 +300,16 @@ def test_inspect_before_any_request_says_so_and_fills_in_when_one_is_logged(benc
 
 
 async def palette(pilot, title: str) -> None:
+    """Type `title` into the command palette and run the command once it is the first hit."""
     await pilot.press("ctrl+p")
-    await pilot.pause()
+    await until(pilot, lambda: pilot.app.screen.query(CommandList))
     await type_text(pilot, title)
-    await pilot.pause(0.3)
+
+    def first_hit() -> str:
+        hits = pilot.app.screen.query_one(CommandList)
+        return str(hits.get_option_at_index(0).prompt) if hits.option_count else ""
+
+    await until(pilot, lambda: first_hit().startswith(title))
     await pilot.press("enter")
 
 
