@@ -333,6 +333,7 @@ class ToolscopeApp(App[None]):
             _("Up and Down on the first or last line walk through earlier prompts."),
             _("Escape cancels a running turn; the partial answer is kept."),
             _("Ctrl+P opens the command palette; Ctrl+T the tools; Ctrl+R the routes; Ctrl+Q quits."),
+            _("Ctrl+G opens the inspector: what each route received for each request, live."),
             _("Enter or a click expands a tool result, a tool-change list or the reasoning."),
             "",
             *(f"{command.name:<14} {command.description}" for command in slash.COMMANDS),
