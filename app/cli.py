@@ -470,6 +470,11 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
     parser.add_argument(
         "--body", action="store_true", help=_("also show each route's full wire body (JSON always has it)")
     )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help=_("also show each route's wire body diff against the previous request on that route"),
+    )
     parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
     parser.add_argument(
         "--no-pager", action="store_true", help=_("never send the text through the pager")

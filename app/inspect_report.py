@@ -1,9 +1,10 @@
-"""`toolscope inspect SESSION [--request N] [--route R …] [--body] [--json]`: what each route receives.
+"""`toolscope inspect SESSION [--request N] [--route R …] [--body] [--diff] [--json]`: what each route
+receives.
 
 The report itself (projection, wire body, prefix comparison per request and route) is
 `app.report.model`; this module resolves the session and the routes and picks the renderer:
-`app.report.text` (a summary; the bodies with `--body`; on a terminal through the pager) or
-`app.report.json` (always with the bodies). `docs/inspect.md` describes every field.
+`app.report.text` (a summary; the bodies with `--body`, the body diffs with `--diff`; on a
+terminal through the pager) or `app.report.json` (always with the bodies). `docs/inspect.md` describes every field.
 """
 
 from __future__ import annotations
@@ -62,10 +63,15 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         )
     reports = inspect_requests(requests, routes, only=args.request)
     if args.json:
-        print(json_text(report_json(session.id, reports), indent=2))
+        print(json_text(report_json(session.id, reports, diffs=args.diff), indent=2))
     else:
         text = render_text(
-            session.id, len(requests), reports, color=colour_enabled(sys.stdout), bodies=args.body
+            session.id,
+            len(requests),
+            reports,
+            color=colour_enabled(sys.stdout),
+            bodies=args.body,
+            diffs=args.diff,
         )
         show(text, paged=not args.no_pager)
     return EXIT_OK

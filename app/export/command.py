@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from app.agent.runtime import catalog_from
@@ -31,11 +32,12 @@ from app.inspect_report import (
     resolve_session,
     warn_if_torn,
 )
-from app.llm.routes import RouteConfigError
+from app.llm.routes import Route, RouteConfigError
 from app.paths import config_file
 from app.report.model import inspect_requests
 from app.session.errors import SessionError
 from app.session.session import Session
+from app.session.view import SessionView
 
 FILE_MODE = 0o600
 
@@ -55,13 +57,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
     warn_if_torn(session)
-    scrub = Scrubber.for_routes(routes)
-    if args.format == "json":
-        text = scrub.json(view_json(view))
-    else:
-        reports = inspect_requests(view.requests, routes)
-        render = render_html if args.format == "html" else render_markdown
-        text = render(view, reports, scrub)
+    text = render_export(view, routes, args.format)
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK
@@ -73,6 +69,23 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
             _("cannot write {path}: {reason}").format(path=args.output, reason=reason), EXIT_FAILURE
         )
     return EXIT_OK
+
+
+def render_export(view: SessionView, routes: Sequence[Route], fmt: str) -> str:
+    """The session as `fmt` (`md`, `html`, `json`), every key of `routes` redacted."""
+    scrub = Scrubber.for_routes(routes)
+    if fmt == "json":
+        return scrub.json(view_json(view))
+    reports = inspect_requests(view.requests, routes)
+    render = render_html if fmt == "html" else render_markdown
+    return render(view, reports, scrub)
+
+
+def export_file(session_path: Path, routes: Sequence[Route], fmt: str, target: Path) -> None:
+    """What `toolscope export SESSION --format FMT -o TARGET` writes (the chat's palette uses it):
+    the session read afresh from its file, so a turn being logged meanwhile is not disturbed."""
+    view = Session.open(session_path).view()
+    write_private(target, render_export(view, routes, fmt))
 
 
 def write_private(path: Path, text: str) -> None:

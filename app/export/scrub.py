@@ -17,7 +17,7 @@ from typing import Any
 
 from app.llm.redact import redact
 from app.llm.routes import Route
-from app.terminal import json_text, printable
+from app.terminal import json_text, printable, printable_line
 
 
 class Scrubber:
@@ -31,6 +31,10 @@ class Scrubber:
 
     def text(self, text: str) -> str:
         return self.redact(printable(text))
+
+    def line(self, text: str) -> str:
+        """`text` on one line (line breaks shown as `↵`), for a name or a cell."""
+        return self.redact(printable_line(text))
 
     def redact(self, text: str) -> str:
         for secret in self._secrets:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.report.model import RequestReport, RouteReport
+from app.report.model import RequestReport, RouteReport, ToolChange
 
 
-def report_json(session_id: str, reports: Sequence[RequestReport]) -> dict[str, Any]:
+def report_json(
+    session_id: str, reports: Sequence[RequestReport], *, diffs: bool = False
+) -> dict[str, Any]:
+    """With `diffs`, each route also has `body_diff`: the unified diff's lines."""
     return {
         "session": session_id,
         "requests": [
@@ -17,15 +20,28 @@ def report_json(session_id: str, reports: Sequence[RequestReport]) -> dict[str, 
                 "turn": report.request.turn,
                 "step": report.request.step,
                 "sent_on": report.request.route,
-                "routes": {item.route.id: _route_json(item) for item in report.routes},
+                "tool_change": _change_json(report.tool_change),
+                "routes": {item.route.id: _route_json(item, diffs) for item in report.routes},
             }
             for report in reports
         ],
     }
 
 
-def _route_json(report: RouteReport) -> dict[str, Any]:
+def _change_json(change: ToolChange | None) -> dict[str, Any] | None:
+    if change is None:
+        return None
     return {
+        "first": change.first,
+        "tools": list(change.tools),
+        "added": list(change.added),
+        "removed": list(change.removed),
+        "redefined": list(change.redefined),
+    }
+
+
+def _route_json(report: RouteReport, diffs: bool) -> dict[str, Any]:
+    route: dict[str, Any] = {
         "declarations": [
             {
                 "name": declaration.tool.name,
@@ -50,3 +66,6 @@ def _route_json(report: RouteReport) -> dict[str, Any]:
         "error": report.error,
         "body": report.wire.body if report.wire is not None else None,
     }
+    if diffs:
+        route["body_diff"] = report.body_diff()
+    return route

@@ -21,6 +21,7 @@ from app.report.wording import (
     route_about,
     section_labels,
     state_label,
+    tool_change_line,
 )
 from app.terminal import paint, printable, printable_line
 
@@ -35,6 +36,7 @@ def render_text(
     *,
     color: bool,
     bodies: bool = False,
+    diffs: bool = False,
 ) -> str:
     paint = _Painter(color)
     lines = [
@@ -57,24 +59,28 @@ def render_text(
                 )
             ),
         ]
+        change = report.tool_change
+        if change is not None:
+            line = tool_change_line(change, printable_line)
+            lines.append(paint.yellow(line) if change.changed else line)
         for route_report in report.routes:
-            lines += ["", *_route_lines(route_report, paint, bodies=bodies)]
+            lines += ["", *_route_lines(route_report, paint, bodies=bodies, diffs=diffs)]
     return "\n".join(lines) + "\n"
 
 
-def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[str]:
+def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool, diffs: bool) -> list[str]:
     route = report.route
     labels = section_labels()
-    width = max(_width(label) for label in labels.values()) + 2
+    width = max(cell_width(label) for label in labels.values()) + 2
     indent = " " * (2 + width)
 
     def section(key: str, texts: Sequence[str]) -> list[str]:
         """The label on the first line, the other lines under its value; "none" when empty."""
         first, *rest = texts or [_("none")]
-        return [("  " + _pad(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
+        return [("  " + pad_cells(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
 
     about = route_about(route)
-    if _width(route.id) + 2 + _width(about) <= TEXT_WIDTH:
+    if cell_width(route.id) + 2 + cell_width(about) <= TEXT_WIDTH:
         lines = [paint.bold(route.id) + "  " + paint.dim(about)]
     else:
         lines = [paint.bold(route.id), "  " + paint.dim(about)]
@@ -96,6 +102,13 @@ def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool) -> list[
         lines += section("body", [""])
         body = json.dumps(report.wire.body, ensure_ascii=False, indent=2)
         lines += [paint.dim(BODY_INDENT + printable(line)) for line in body.splitlines()]
+    if diffs and report.wire is not None:
+        diff = report.body_diff()
+        if report.previous_body is None:
+            lines += section("diff", [_("none (no previous body on this route)")])
+        else:
+            lines += section("diff", [""] if diff else [_("none (the same body)")])
+            lines += [BODY_INDENT + paint.diff(printable(line)) for line in diff]
     return lines
 
 
@@ -124,17 +137,17 @@ def _block_rows(report: RouteReport) -> list[str]:
 def _columns(rows: list[list[str]]) -> list[str]:
     if not rows:
         return []
-    widths = [max(_width(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return ["  ".join(_pad(cell, widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    widths = [max(cell_width(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join(pad_cells(cell, widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
 
 
-def _width(text: str) -> int:
+def cell_width(text: str) -> int:
     """Terminal cells: wide (CJK) characters take two, so localized labels still line up."""
     return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
-def _pad(text: str, width: int) -> str:
-    return text + " " * (width - _width(text))
+def pad_cells(text: str, width: int) -> str:
+    return text + " " * (width - cell_width(text))
 
 
 class _Painter:
@@ -161,3 +174,15 @@ class _Painter:
 
     def yellow(self, text: str) -> str:
         return self._sgr("33", text)
+
+    def diff(self, line: str) -> str:
+        """A unified diff's line: additions green, removals red, hunk headers cyan."""
+        if line.startswith(("+++", "---")):
+            return self.bold(line)
+        if line.startswith("+"):
+            return self.green(line)
+        if line.startswith("-"):
+            return self.red(line)
+        if line.startswith("@@"):
+            return self._sgr("36", line)
+        return line

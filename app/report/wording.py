@@ -19,6 +19,7 @@ def section_labels() -> dict[str, str]:
         "declarations": _("Declarations"),
         "blocks": _("Blocks"),
         "body": _("Wire body"),
+        "diff": _("Body diff"),
     }
 
 

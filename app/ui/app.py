@@ -33,11 +33,12 @@ from app.session.view import SessionView
 from app.tools.registry import SourceProblem, ToolRegistry
 from app.ui import keymap, slash
 from app.ui.bridge import ChatApprover, ChatListener
-from app.ui.commands import SCREEN_COMMANDS
+from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS
 from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
 from app.ui.screens.chat import ChatScreen
+from app.ui.screens.inspector import InspectorScreen
 
 
 @dataclass
@@ -55,12 +56,13 @@ class ChatOptions:
 
 class ToolscopeApp(App[None]):
     TITLE = "toolscope"
-    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS
+    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
         Binding(keymap.TOOLS, "open_tools", N_("Tools")),
         Binding(keymap.ROUTES, "pick_route", N_("Route")),
         Binding(keymap.SESSIONS, "pick_session", N_("Sessions"), show=False),
+        Binding(keymap.INSPECT, "inspect", N_("Inspect")),
     ]
 
     def __init__(self, options: ChatOptions) -> None:
@@ -285,7 +287,30 @@ class ToolscopeApp(App[None]):
             self.notify(error.failure.message, title=_("Compaction failed"), severity="error", timeout=8)
 
     def action_inspect(self) -> None:
-        self.notify(_("Inspecting requests in the chat is coming with the trajectory viewer; use `toolscope inspect ID` meanwhile."), timeout=6)
+        """The inspector on the latest request, following the session as it is logged."""
+        self.push_screen(InspectorScreen(follow_latest=True))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """On the inspector, its own key does not open another one (nor shows in the footer)."""
+        if action == "inspect" and isinstance(self.screen, InspectorScreen):
+            return False
+        return True
+
+    def action_export(self, fmt: str) -> None:
+        """Export the session (`md`, `html`, `json`) into the working directory."""
+        from app.ui.exporting import export_session
+
+        session = self.writer.session if self.writer is not None else self.read_only
+        self.run_worker(
+            export_session(
+                self,
+                (session.id, session.path) if session is not None else None,
+                list(self.catalog),
+                fmt,
+                self.options.cwd,
+            ),
+            group="export",
+        )
 
     async def action_switch_language(self) -> None:
         language = "en" if i18n.current_language() == "zh_CN" else "zh_CN"
@@ -308,6 +333,7 @@ class ToolscopeApp(App[None]):
             _("Up and Down on the first or last line walk through earlier prompts."),
             _("Escape cancels a running turn; the partial answer is kept."),
             _("Ctrl+P opens the command palette; Ctrl+T the tools; Ctrl+R the routes; Ctrl+Q quits."),
+            _("Ctrl+G opens the inspector: what each route received for each request, live."),
             _("Enter or a click expands a tool result, a tool-change list or the reasoning."),
             "",
             *(f"{command.name:<14} {command.description}" for command in slash.COMMANDS),

@@ -7,7 +7,8 @@ session, and knows what to do with the result):
 - `app.action_pick_route()` — push `RoutePickerScreen(catalog, current)` and switch to the chosen
   route;
 - `app.action_pick_session()` — push `SessionPickerScreen(list_sessions())` and resume the chosen
-  session.
+  session;
+- `app.action_export(fmt)` — export the session as `md`, `html` or `json` (`EXPORT_COMMANDS`).
 
 List them in the App's `COMMANDS` (e.g. `App.COMMANDS | SCREEN_COMMANDS`). Titles are translated
 when the palette asks, so a language switched at run time applies.
@@ -16,6 +17,7 @@ when the palette asks, so a language switched at run time applies.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -31,7 +33,7 @@ class _ActionCommand(Provider):
     help_text: ClassVar[str]  # marked with N_
 
     def _command(self) -> Callable[[], Any]:
-        return getattr(self.app, f"action_{self.action}")
+        return partial(self.app.run_action, self.action)
 
     async def discover(self) -> Hits:
         yield DiscoveryHit(_(self.title), self._command(), help=_(self.help_text))
@@ -61,6 +63,29 @@ class SessionCommand(_ActionCommand):
     title = N_("Resume a session")
     help_text = N_("Choose an earlier session to continue.")
 
+
+class ExportMarkdownCommand(_ActionCommand):
+    action = "export('md')"
+    title = N_("Export as Markdown")
+    help_text = N_("The conversation and what each route received, as toolscope-ID.md in the working directory.")
+
+
+class ExportHtmlCommand(_ActionCommand):
+    action = "export('html')"
+    title = N_("Export as HTML")
+    help_text = N_("One self-contained page (works offline), as toolscope-ID.html in the working directory.")
+
+
+class ExportJsonCommand(_ActionCommand):
+    action = "export('json')"
+    title = N_("Export as JSON")
+    help_text = N_("The session view as data, as toolscope-ID.json in the working directory.")
+
+
+EXPORT_COMMANDS: frozenset[type[Provider]] = frozenset(
+    {ExportMarkdownCommand, ExportHtmlCommand, ExportJsonCommand}
+)
+"""The export commands: the App implements `action_export(fmt)` with `fmt` one of md, html, json."""
 
 SCREEN_COMMANDS: frozenset[type[Provider]] = frozenset({ToolsCommand, RouteCommand, SessionCommand})
 """The providers above, for the App's `COMMANDS`."""

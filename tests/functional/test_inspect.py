@@ -285,6 +285,54 @@ def test_text_report_is_aligned_and_plain_off_a_terminal(example, capsys):
     assert '"model": "deepseek-v4-' in capsys.readouterr().out
 
 
+def test_each_request_says_what_changed_in_the_tools_in_one_line(example, capsys):
+    path, _developer = example
+    assert run(inspect(str(path), "--route", "offline/demo")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    answers = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("━━ Request ")]
+    assert answers == [
+        "First request: 2 tools (read, grep)",
+        "No tool change since the previous request",
+        "Tools since the previous request: added time",
+        "Tools since the previous request: removed grep",
+        "Tools since the previous request: added grep",
+        "No tool change since the previous request",
+    ]
+
+
+def test_diff_shows_each_body_against_the_previous_request_on_the_route(example, capsys):
+    path, _developer = example
+    route_id = MODES["addition-only"][0]
+    assert run(inspect(str(path), "--request", "3", "--route", route_id)) == 0
+    assert "Body diff" not in capsys.readouterr().out
+    assert run(inspect(str(path), "--request", "3", "--route", route_id, "--diff")) == 0
+    out = capsys.readouterr().out
+    requests = Session.open(path).view().requests
+    (report,) = inspect_requests(requests, [CATALOG.get(route_id)], only=3)
+    diff = report.routes[0].body_diff()
+    assert "  Body diff" in out and diff
+    assert "\n".join("    " + line for line in diff) in out
+    assert run(inspect(str(path), "--request", "1", "--route", route_id, "--diff")) == 0
+    assert "Body diff     none (no previous body on this route)" in capsys.readouterr().out
+
+
+def test_json_has_the_tool_change_and_with_diff_the_body_diff(example, capsys):
+    path, _developer = example
+    report = inspect_json(capsys, str(path), "--request", "4")
+    (request,) = report["requests"]
+    assert request["tool_change"] == {
+        "first": False,
+        "tools": ["read", "time"],
+        "added": [],
+        "removed": ["grep"],
+        "redefined": [],
+    }
+    assert all("body_diff" not in route for route in request["routes"].values())
+    (request,) = inspect_json(capsys, str(path), "--request", "4", "--diff")["requests"]
+    for route in request["routes"].values():
+        assert route["body_diff"][:2] == ["--- previous", "+++ this"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

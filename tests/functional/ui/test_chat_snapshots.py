@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from app import i18n
 from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.context_node import ContextNode
 from app.ui.widgets.failure_nodes import RetryNode
@@ -126,16 +125,6 @@ def test_approval_prompt_with_the_diff_of_a_file(bench, snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    before = i18n.current_language()
-    i18n.set_language("zh_CN")
-    try:
-        yield
-    finally:
-        i18n.set_language(before)
 
 
 def test_the_same_chat_in_chinese(bench, chinese, snap_compare) -> None:

@@ -25,7 +25,6 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
-from app.i18n import set_language
 from app.llm.routes import load_catalog
 from app.session.listing import SessionSummary
 from app.tools.builtins import Workspace, builtin_tools
@@ -141,13 +140,6 @@ def utc() -> Iterator[None]:
     else:
         os.environ["TZ"] = previous
     time.tzset()
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    set_language("zh_CN")
-    yield
-    set_language("en")
 
 
 @pytest.fixture

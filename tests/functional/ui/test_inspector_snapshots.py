@@ -1,0 +1,62 @@
+"""Pictures of the inspector on DESIGN §5's worked example (pytest-textual-snapshot).
+
+Headers h0 [read, grep]; +time (d1, request 3); −grep (d2, request 4); +grep unchanged (d3,
+request 5). One route of each tool-update mode side by side; the wire body, the diff, the route
+chooser and the Chinese interface. Nothing shown depends on time, ids or paths.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.ui.screens.inspector import InspectorScreen
+from tests.functional.test_inspect import worked_example, write_session
+from tests.functional.ui.chat_support import make_bench, until
+from tests.functional.ui.test_inspector import ONE_PER_MODE, WIDE
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch):
+    return make_bench(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def app(bench):
+    log, _developer = worked_example()
+    return bench.app(session=write_session(log, bench.root / "sessions"))
+
+
+def inspecting(request: int, *keys: str):
+    """`run_before`: the inspector on `request` with one route per mode, then `keys` pressed."""
+
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await until(pilot, lambda: app.view() is not None and app.registry is not None)
+        await app.push_screen(InspectorScreen(request, follow_latest=False, shown=ONE_PER_MODE))
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("request_number", [3, 4, 5], ids=["after-d1-add-time", "after-d2-remove-grep", "after-d3-add-grep"])
+def test_every_mode_side_by_side_after_each_change(app, snap_compare, request_number) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(request_number))
+
+
+def test_the_wire_body(app, snap_compare) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(4, "b"))
+
+
+def test_the_diff_against_the_previous_request(app, snap_compare) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(4, "d"))
+
+
+def test_the_route_chooser(app, snap_compare) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(5, "r"))
+
+
+def test_the_inspector_in_chinese(chinese, app, snap_compare) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(4))
