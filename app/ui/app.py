@@ -63,6 +63,7 @@ class ToolscopeApp(App[None]):
         Binding(keymap.ROUTES, "pick_route", N_("Route")),
         Binding(keymap.SESSIONS, "pick_session", N_("Sessions"), show=False),
         Binding(keymap.INSPECT, "inspect", N_("Inspect")),
+        Binding(keymap.TRAJECTORY, "open_trajectory", N_("Trajectory")),
     ]
 
     def __init__(self, options: ChatOptions) -> None:
@@ -347,6 +348,15 @@ class ToolscopeApp(App[None]):
         from app.ui.screens.tools import ToolsScreen
 
         self.push_screen(ToolsScreen(self.registry))
+
+    def action_open_trajectory(self) -> None:
+        """The trajectory of this session over the chat; it follows the session as it grows."""
+        from app.ui.screens.viewer import TrajectoryScreen
+        from app.ui.trajectory_source import LiveSource
+
+        if isinstance(self.screen, TrajectoryScreen):
+            return
+        self.push_screen(TrajectoryScreen(LiveSource(self.view)))
 
     def action_pick_route(self) -> None:
         from app.ui.screens.route_picker import RoutePickerScreen
