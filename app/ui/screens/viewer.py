@@ -157,7 +157,8 @@ class TrajectoryScreen(Screen[None]):
     def _show_title(self) -> None:
         preset = preset_named(self.kinds)
         filter_name = _(preset.name) if preset is not None else _("custom")
-        events = len(self.model.entries)
+        view = self.model.view
+        events = view.last_seq + 1 if view is not None else 0
         parts = [
             _("Trajectory {session}").format(session=printable_line(self.source.session_id)),
             ngettext("{n} event", "{n} events", events).format(n=events),

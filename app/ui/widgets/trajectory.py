@@ -79,6 +79,8 @@ class TrajectoryTree(Tree[NodeData]):
         for entry in self.model.entries:
             if self._is_top_level(entry) and self._visible(entry):
                 self._add(self.root, entry)
+        if self.root.children:
+            self.move_cursor(self.root.children[0])
 
     def add_entries(self, entries: list[Entry]) -> None:
         """Entries the live session gained: each goes where it belongs if that place is built;
@@ -173,6 +175,20 @@ class TrajectoryTree(Tree[NodeData]):
             for name in removed:
                 label = Text("− ", style="red").append(name)
                 node.add_leaf(label, data=Part(entry, label))
+
+    def action_toggle_expand_all(self) -> None:
+        """Shift+Space: everything below the cursor, built first (children are built on expand)."""
+        node = self.cursor_node
+        if node is None or not node.allow_expand:
+            return
+        if not node.is_expanded:
+            self.load_all(node)
+        node.toggle_all()
+
+    def load_all(self, node: TreeNode[NodeData]) -> None:
+        self.load(node)
+        for child in node.children:
+            self.load_all(child)
 
     def _under_its_call(self, entry: Entry) -> bool:
         call = self.model.call_of(entry)
