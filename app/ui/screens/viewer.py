@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Input, SelectionList, Static, Tree
 from textual.widgets.selection_list import Selection
 
@@ -38,6 +39,10 @@ from app.ui.widgets.trajectory import NodeData, TrajectoryTree, entry_of
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_list import TrajectoryList
 from app.ui.widgets.trajectory_model import KINDS, PRESETS, Entry, TrajectoryModel, preset_named, search_text
+
+
+DETAIL_DELAY = 0.15
+"""Seconds the cursor rests before the JSON pane shows its event."""
 
 
 class TrajectoryScreen(Screen[None]):
@@ -75,6 +80,7 @@ class TrajectoryScreen(Screen[None]):
         self._matches: list[Entry] = []
         self._query = ""
         self._match_note = ""
+        self._detail_timer: Timer | None = None
         self._tree = TrajectoryTree(self.model, self.kinds, id="trajectory-tree")
         self._list = TrajectoryList(self.model, self.kinds, id="trajectory-list")
 
@@ -179,7 +185,11 @@ class TrajectoryScreen(Screen[None]):
         return entry.request if entry is not None else None
 
     def _show_detail(self, entry: Entry | None) -> None:
-        self.query_one(TrajectoryDetail).show(entry)
+        """The JSON pane follows the cursor once it rests: laying out a highlighted event costs more
+        than moving the cursor, and a held arrow key should not wait for each one."""
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.query_one(TrajectoryDetail).show(entry))
         if entry is not None and entry.request is not None:
             self.post_message(self.RequestSelected(entry.request))
 

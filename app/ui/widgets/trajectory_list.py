@@ -10,8 +10,10 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.cache import LRUCache
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -54,6 +56,9 @@ class TrajectoryList(ScrollView, can_focus=True):
         self.kinds = kinds
         self.rows: list[Entry] = []
         self._seq_width = 1
+        self._strips: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(1024)
+        """Rendered rows: scrolling by one row renders one new row, not a screenful."""
+        self._base: Style | None = None
 
     # --- rows --------------------------------------------------------------------------------------
 
@@ -77,7 +82,9 @@ class TrajectoryList(ScrollView, can_focus=True):
 
     def _resized(self) -> None:
         last = self.model.entries[-1].seq if self.model.entries else 0
-        self._seq_width = len(str(last))
+        if len(str(last)) != self._seq_width:
+            self._seq_width = len(str(last))
+            self._strips.clear()
         # No horizontal scrolling: a row is cut at the right edge; the detail pane has everything.
         self.virtual_size = Size(0, len(self.rows))
 
@@ -103,10 +110,26 @@ class TrajectoryList(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style
         if index >= len(self.rows):
             return Strip.blank(width, base)
         entry = self.rows[index]
+        key = (entry.seq, index == self.cursor, self.has_focus, width)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._render_row(entry, index == self.cursor, width)
+            self._strips[key] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+
+    @property
+    def _base_style(self) -> Style:
+        """The widget's own style, looked up once per style change (it walks the ancestors)."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
+    def _render_row(self, entry: Entry, at_cursor: bool, width: int) -> Strip:
+        base = self._base_style
         text = Text.assemble(
             (f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
             "  " * _depth(entry),
@@ -115,11 +138,10 @@ class TrajectoryList(ScrollView, can_focus=True):
             end="",
         )
         text.stylize_before(base)
-        if index == self.cursor:
+        if at_cursor:
             text.pad_right(max(width - text.cell_len, 0))
             text.stylize(self.get_component_rich_style("trajectory-list--cursor"))
-        strip = Strip(text.render(self.app.console), text.cell_len)
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+        return Strip(text.render(self.app.console), text.cell_len)
 
     def watch_cursor(self, previous: int, cursor: int) -> None:
         self._refresh_row(previous)
@@ -134,6 +156,8 @@ class TrajectoryList(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._strips.clear()
+        self._base = None
         self.refresh()
 
     # --- keys and mouse ----------------------------------------------------------------------------

@@ -77,9 +77,9 @@ async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(sess
         await pilot.press("down", "down", "space", "down")
         await pilot.pause()
         assert isinstance(subject_of(screen), ContextItem)
-        detail = screen.query_one(TrajectoryDetail).query_one("#detail-json")
-        assert '"kind": "context"' in str(detail.render())
-        assert '"name": "calculate"' in str(detail.render())
+        detail = screen.query_one(TrajectoryDetail)
+        await until(pilot, lambda: '"kind": "context"' in detail.content.plain)
+        assert '"name": "calculate"' in detail.content.plain
         await pilot.press("down")
         assert isinstance(subject_of(screen), AssistantItem)
         assert screen.selected_request is not None and screen.selected_request.index == 2
@@ -268,8 +268,8 @@ async def test_hostile_text_is_shown_literally(tmp_path) -> None:
         hostile = [label for label in labels if "[bold red]rich[/]" in label]
         assert hostile and all("\x1b" not in label and "\u202e" not in label for label in labels)
         screen.go_to(next(row for row in screen.query_one(TrajectoryList).rows if "[bold red]" in entry_label(row).plain))
-        await pilot.pause()
-        detail = str(screen.query_one("#detail-json").render())
+        await until(pilot, lambda: "[bold red]" in screen.query_one(TrajectoryDetail).content.plain)
+        detail = screen.query_one(TrajectoryDetail).content.plain
         assert "[bold red]rich[/]" in detail and "\x1b" not in detail and "\\u202e" in detail
         assert HOSTILE.split()[0] in detail
 

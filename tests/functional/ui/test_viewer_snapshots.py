@@ -15,6 +15,7 @@ from app.ui.screens.viewer import TrajectoryScreen
 from app.ui.trajectory_source import SessionFileSource
 from app.ui.viewer_app import ViewerApp
 from app.ui.widgets.trajectory import TrajectoryTree
+from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_model import entry_label
 from tests.functional.ui.chat_support import until
 from tests.functional.ui.viewer_support import trajectory_session
@@ -38,6 +39,14 @@ def session(monkeypatch) -> Iterator[Path]:
     shutil.rmtree(FIXED_HOME, ignore_errors=True)
     monkeypatch.undo()
     time.tzset()
+
+
+async def detail_settled(pilot) -> None:
+    """The JSON pane shows the cursor's event (it follows the cursor once it rests)."""
+    screen = pilot.app.screen
+    detail = screen.query_one(TrajectoryDetail)
+    await until(pilot, lambda: f'"seq": {screen.current_entry.seq},' in detail.content.plain)
+    await pilot.pause()
 
 
 def viewer(path: Path) -> ViewerApp:
@@ -78,7 +87,7 @@ def test_single_and_multi_tool_context_nodes(session, snap_compare, expanded) ->
         screen.go_to(multi)
         if expanded:
             await pilot.press("space")
-        await pilot.pause()
+        await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
 
@@ -87,7 +96,7 @@ def test_search_reveals_a_hit_inside_an_unexpanded_turn(session, snap_compare) -
     async def run_before(pilot) -> None:
         await loaded(pilot)
         await pilot.press("slash", *"nope", "enter", "n")
-        await pilot.pause()
+        await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
 
@@ -102,7 +111,7 @@ def test_the_tool_changes_only_preset(session, snap_compare) -> None:
             node.expand_all()
         await pilot.pause()
         await pilot.press("c", "c")
-        await pilot.pause()
+        await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
 
@@ -111,7 +120,7 @@ def test_the_flat_list(session, snap_compare) -> None:
     async def run_before(pilot) -> None:
         await loaded(pilot)
         await pilot.press("v", "e")
-        await pilot.pause()
+        await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
 
@@ -131,6 +140,6 @@ def test_the_trajectory_in_chinese(session, chinese, snap_compare) -> None:
         await loaded(pilot)
         await expand_turns(pilot, 3, 6)
         await pilot.press("e")
-        await pilot.pause()
+        await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
