@@ -266,7 +266,8 @@ class TrajectoryScreen(Screen[None]):
     def action_search(self) -> None:
         search = self.query_one("#viewer-search", Input)
         search.display = True
-        search.focus()
+        # Now, not on the next message: keys typed right after `/` must already reach the input.
+        self.set_focus(search)
 
     @on(Input.Submitted, "#viewer-search")
     def _search_submitted(self, event: Input.Submitted) -> None:

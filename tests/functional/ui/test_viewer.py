@@ -15,6 +15,7 @@ from app.session.view import (
     ContextItem,
     RequestErrorItem,
     RetryItem,
+    SummaryItem,
     ToolCallItem,
     ToolResultItem,
     Turn,
@@ -360,3 +361,31 @@ async def test_the_trajectory_over_the_chat_follows_a_turn_as_it_runs(tmp_path, 
         assert results and results[-1].subject.error.code == "APPROVAL_DENIED"
         await pilot.press("escape")
         await until(pilot, lambda: pilot.app.screen is app.chat)
+
+
+async def test_the_palette_opens_it_and_a_compaction_and_its_new_sequence_appear_live(tmp_path, monkeypatch) -> None:
+    from app.ui.messages import PromptSubmitted
+    from tests.functional.ui.chat_support import type_text
+
+    bench = make_bench(tmp_path, monkeypatch)
+    app = bench.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "Trajectory")
+        await pilot.press("enter")
+        screen = await opened(pilot)
+        app.action_compact()
+        await until(pilot, lambda: any(isinstance(e.subject, SummaryItem) for e in screen.model.entries))
+        await until(pilot, lambda: not app.turn_running)
+        app.post_message(PromptSubmitted("thanks"))
+        await until(pilot, lambda: any("sequence" in e.kinds for e in screen.model.entries))
+        await until(pilot, lambda: not app.turn_running)
+        await settle(pilot)
+        await pilot.press("v")
+        labels = [entry_label(row).plain for row in screen.query_one(TrajectoryList).rows]
+        assert any(label.startswith("Compaction (sequence 1): ") for label in labels)
+        assert any(label.startswith("═ New projection sequence 1 · offline/demo") for label in labels)
+        assert labels.index(next(l for l in labels if l.startswith("Compaction"))) < labels.index(
+            next(l for l in labels if l.startswith("═ New projection"))
+        )
