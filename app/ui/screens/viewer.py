@@ -131,6 +131,7 @@ class TrajectoryScreen(Screen[None]):
         """Everything from scratch: the first load, or a session the chat replaced."""
         self.model = TrajectoryModel()
         self._tree.model = self._list.model = self.model
+        self._matches, self._query, self._match_note = [], "", ""
         if view is not None:
             self.model.update(view)
         self._tree.rebuild(self.kinds)
@@ -185,7 +186,7 @@ class TrajectoryScreen(Screen[None]):
         return entry.request if entry is not None else None
 
     def _show_detail(self, entry: Entry | None) -> None:
-        """The JSON pane follows the cursor once it rests: laying out a highlighted event costs more
+        """The JSON pane follows the cursor once it rests: highlighting an event's JSON costs more
         than moving the cursor, and a held arrow key should not wait for each one."""
         if self._detail_timer is not None:
             self._detail_timer.stop()
@@ -249,7 +250,7 @@ class TrajectoryScreen(Screen[None]):
             if nearest is not None:
                 self.go_to(nearest)
         if self._query:
-            self._find(self._query)
+            self._search(self._query)
         self._show_detail(self.current_entry)
         self._show_title()
 
@@ -271,23 +272,19 @@ class TrajectoryScreen(Screen[None]):
 
     @on(Input.Submitted, "#viewer-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
-        self._find(event.value)
         event.input.display = False
         self._main.focus()
-        self.action_search_next(1)
+        self._search(event.value, jump=True)
 
-    def _find(self, query: str) -> None:
+    @work(group="trajectory-search", exclusive=True)
+    async def _search(self, query: str, *, jump: bool = False) -> None:
+        """Find every shown event whose text has all the words, in a thread (a large session's
+        text takes a while to scan), then go to the first hit after the cursor."""
         self._query = query
-        words = query.lower().split()
-        self._matches = (
-            [
-                entry
-                for entry in self.model.entries
-                if entry.shown(self.kinds) and all(word in search_text(entry).lower() for word in words)
-            ]
-            if words
-            else []
-        )
+        entries, kinds = list(self.model.entries), self.kinds
+        self._matches = await asyncio.to_thread(_matching, entries, kinds, query)
+        if jump:
+            self.action_search_next(1)
 
     def action_search_next(self, direction: int) -> None:
         if not self._query:
@@ -327,6 +324,17 @@ class TrajectoryScreen(Screen[None]):
         if index > 0:
             return entries[index - 1]
         return entries[-1] if wrap else None
+
+
+def _matching(entries: list[Entry], kinds: frozenset[str], query: str) -> list[Entry]:
+    words = query.lower().split()
+    if not words:
+        return []
+    return [
+        entry
+        for entry in entries
+        if entry.shown(kinds) and all(word in search_text(entry).lower() for word in words)
+    ]
 
 
 class KindsScreen(ClosableModal[frozenset[str]]):

@@ -134,9 +134,10 @@ class TrajectoryModel:
 
     def update(self, view: SessionView) -> list[Entry]:
         """Add what `view` gained since the last call; return the new entries (log order)."""
-        if view is not self.view:
-            self.__init__()  # type: ignore[misc]  # a replaced view starts over
+        if self.view is None:
             self.view = view
+        elif view is not self.view:
+            raise ValueError("a TrajectoryModel follows one session view; make a new one for another")
         for request in view.requests[self._requests_seen :]:
             self._requests[request.seq] = request
         self._requests_seen = len(view.requests)

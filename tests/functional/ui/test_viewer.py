@@ -57,6 +57,13 @@ def tree_labels(tree: TrajectoryTree) -> list[str]:
     return [line.node.label.plain for line in tree._tree_lines]
 
 
+async def search(pilot, text: str) -> None:
+    """Type `/`, the words and Enter as a user would; wait for the search (it runs in a thread)."""
+    await pilot.press("slash", *text, "enter")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def subject_of(screen: TrajectoryScreen):
     entry = screen.current_entry
     return entry.subject if entry is not None else None
@@ -123,8 +130,7 @@ async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         assert not any(node.is_expanded for node in tree.root.children)
-        await pilot.press("slash", *"overloaded", "enter")
-        await pilot.pause()
+        await search(pilot, "overloaded")
         # Only the failed provider said so: inside turn 6, which nobody expanded.
         first = subject_of(screen)
         assert isinstance(first, RequestErrorItem) and first.failure.message.endswith("The service is overloaded")
@@ -135,8 +141,7 @@ async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits
         assert second is not first and "overloaded" in str(second).lower()
         await pilot.press("N")
         assert subject_of(screen) is first
-        await pilot.press("slash", *"no such words", "enter")
-        await pilot.pause()
+        await search(pilot, "no such words")
         assert "no match" in str(screen.query_one("#viewer-title").render())
         assert subject_of(screen) is first
 
@@ -144,8 +149,7 @@ async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits
 async def test_a_tool_result_hit_opens_its_call(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        await pilot.press("slash", *"swapped", "enter")
-        await pilot.pause()
+        await search(pilot, "swapped")
         hit = subject_of(screen)
         assert isinstance(hit, ToolResultItem) and hit.content == "swapped"
         tree = screen.query_one(TrajectoryTree)

@@ -95,7 +95,9 @@ def test_single_and_multi_tool_context_nodes(session, snap_compare, expanded) ->
 def test_search_reveals_a_hit_inside_an_unexpanded_turn(session, snap_compare) -> None:
     async def run_before(pilot) -> None:
         await loaded(pilot)
-        await pilot.press("slash", *"nope", "enter", "n")
+        await pilot.press("slash", *"nope", "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("n")
         await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
