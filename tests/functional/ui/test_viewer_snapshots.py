@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app import i18n
 from app.session.listing import list_sessions
 from app.ui.screens.viewer import TrajectoryScreen
 from app.ui.trajectory_source import SessionFileSource
@@ -18,6 +17,7 @@ from app.ui.widgets.trajectory import TrajectoryTree
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_model import entry_label
 from tests.functional.ui.chat_support import until
+from tests.functional.ui.test_chat_snapshots import chinese  # noqa: F401 (the fixture)
 from tests.functional.ui.viewer_support import trajectory_session
 
 pytestmark = pytest.mark.timeout(180)
@@ -125,16 +125,6 @@ def test_the_flat_list(session, snap_compare) -> None:
         await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    before = i18n.current_language()
-    i18n.set_language("zh_CN")
-    try:
-        yield
-    finally:
-        i18n.set_language(before)
 
 
 def test_the_trajectory_in_chinese(session, chinese, snap_compare) -> None:
