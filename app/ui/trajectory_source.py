@@ -17,24 +17,29 @@ from app.session.view import SessionView
 class SessionFileSource:
     live = False
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, path: Path, session: Session | None = None) -> None:
+        """Nothing is read yet unless `session` is given: `load` reads it (in a worker thread)."""
+        self.path = path
         self.session = session
 
     @classmethod
     def open(cls, path: Path) -> SessionFileSource:
-        """Read the file and check its header (raises `SessionError`); events are parsed by `load`."""
-        return cls(Session.open(path))
+        """Read the file and check its header now (raises `SessionError`); events are parsed by
+        `load`. The command line uses this so a bad file fails before the interface starts."""
+        return cls(path, Session.open(path))
 
     @property
     def session_id(self) -> str:
-        return self.session.id
+        return self.session.id if self.session is not None else self.path.stem
 
     @property
     def size(self) -> int:
-        return self.session.path.stat().st_size
+        return self.path.stat().st_size
 
     def load(self) -> SessionView:
-        """Parse, validate and reduce every event (slow on a large log: run it in a thread)."""
+        """Read, parse, validate and reduce every event (slow on a large log: run it in a thread)."""
+        if self.session is None:
+            self.session = Session.open(self.path)
         return self.session.load().view()
 
 
@@ -42,7 +47,6 @@ class LiveSource:
     """The session the chat is writing: its view is reduced as events are logged, on the UI loop."""
 
     live = True
-
     size = 0
 
     def __init__(self, view: Callable[[], SessionView | None]) -> None:

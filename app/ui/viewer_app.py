@@ -13,9 +13,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from app.i18n import N_
-from app.session.errors import SessionError
 from app.session.listing import SessionSummary
-from app.terminal import printable
 from app.ui import keymap
 from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
 from app.ui.trajectory_source import SessionFileSource, TrajectorySource
@@ -44,13 +42,8 @@ class ViewerApp(App[None]):
         if not path:
             self.exit()
             return
-        try:
-            source = SessionFileSource.open(Path(path))
-        except SessionError as error:
-            self.notify(printable(str(error)), severity="error", timeout=10, markup=False)
-            self._pick()
-            return
-        self.push_screen(TrajectoryScreen(source), lambda _result: self._pick())
+        # Read by the screen's worker: a file that turns out unreadable is reported there.
+        self.push_screen(TrajectoryScreen(SessionFileSource(Path(path))), lambda _result: self._pick())
 
 
 def run_viewer(source: TrajectorySource | None, sessions: list[SessionSummary] | None = None) -> int:

@@ -99,7 +99,10 @@ class TrajectoryScreen(Screen[None]):
         self._tree.display = False
         self._list.display = False
         self.query_one("#viewer-search").display = False
-        size = self.source.size
+        try:
+            size = self.source.size
+        except OSError:
+            size = 0
         self.query_one("#viewer-loading", Static).update(
             _("Reading the session ({size})…").format(size=human_size(size)) if size else _("Reading the session…")
         )
@@ -112,7 +115,7 @@ class TrajectoryScreen(Screen[None]):
     async def _load(self) -> None:
         try:
             view = self.source.load() if self.source.live else await asyncio.to_thread(self.source.load)
-        except SessionError as error:
+        except (SessionError, OSError) as error:
             self._failed(str(error))
             return
         self.loaded = True

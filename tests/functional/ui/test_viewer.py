@@ -393,3 +393,20 @@ async def test_the_palette_opens_it_and_a_compaction_and_its_new_sequence_appear
         assert labels.index(next(l for l in labels if l.startswith("Compaction"))) < labels.index(
             next(l for l in labels if l.startswith("═ New projection"))
         )
+
+
+async def test_a_file_chosen_in_the_picker_that_turns_out_unreadable_is_reported_and_escape_goes_back(tmp_path) -> None:
+    from app.session.listing import list_sessions
+
+    path = trajectory_session(tmp_path / "home")
+    summaries = list_sessions(path.parent)
+    path.write_text('{"not": "a session"}\n')
+    async with ViewerApp(None, summaries).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen))
+        screen = pilot.app.screen
+        await until(pilot, lambda: "Cannot open the session" in str(screen.query_one("#viewer-loading").render()))
+        assert f"{path}:1:" in str(screen.query_one("#viewer-loading").render())
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
