@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, ToolResultItem, Turn
+from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, Turn
 from app.ui.widgets.trajectory_model import (
     Entry,
     TrajectoryModel,

@@ -3,7 +3,6 @@ sessions the real agent wrote; plus the command's errors through the real consol
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 from pathlib import Path
