@@ -89,7 +89,6 @@ EXPORT_COMMANDS: frozenset[type[Provider]] = frozenset(
 """The export commands: the App implements `action_export(fmt)` with `fmt` one of md, html, json."""
 
 
-
 class TrajectoryCommand(_ActionCommand):
     action = "open_trajectory"
     title = N_("Trajectory")

@@ -330,7 +330,7 @@ async def test_the_trajectory_over_the_chat_follows_a_turn_as_it_runs(tmp_path, 
     app = bench.app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "hello")
-        await pilot.press("ctrl+g")
+        await pilot.press("ctrl+l")
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         turn_one = tree.root.children[0]

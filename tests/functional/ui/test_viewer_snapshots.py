@@ -17,7 +17,6 @@ from app.ui.widgets.trajectory import TrajectoryTree
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_model import entry_label
 from tests.functional.ui.chat_support import until
-from tests.functional.ui.test_chat_snapshots import chinese  # noqa: F401 (the fixture)
 from tests.functional.ui.viewer_support import trajectory_session
 
 pytestmark = pytest.mark.timeout(180)
