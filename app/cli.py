@@ -648,6 +648,43 @@ def _chat(options: argparse.Namespace, config: Config | None) -> int:
     )
 
 
+def _add_view(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
+    from app.i18n import _
+
+    parser = _command_parser(
+        subparsers,
+        shared,
+        "view",
+        summary=_("browse a session's trajectory (the session picker without SESSION)"),
+        description=_(
+            "Browse a session as a tree of turns, steps and requests or as a flat list of events, "
+            "with filters, search and each event's JSON. Without SESSION, choose one from the "
+            "session picker first."
+        ),
+    )
+    parser.add_argument(
+        "session",
+        metavar="SESSION",
+        nargs="?",
+        help=_("a session id (in the sessions dir) or a file path"),
+    )
+    parser.set_defaults(handler=_view)
+
+
+def _view(options: argparse.Namespace, config: Config | None) -> int:
+    """A bad id or file fails here, in one line, before the interface starts."""
+    from app.inspect_report import resolve_session, warn_if_torn
+    from app.session.listing import list_sessions
+    from app.ui.trajectory_source import SessionFileSource
+    from app.ui.viewer_app import run_viewer
+
+    if options.session is None:
+        return run_viewer(None, list_sessions())
+    source = SessionFileSource.open(resolve_session(options.session))
+    warn_if_torn(source.session)
+    return run_viewer(source)
+
+
 def _add_export(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:
     from app.i18n import _
 
@@ -690,6 +727,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], 
     _add_run,
     _add_routes,
     _add_export,
+    _add_view,
 )
 
 

@@ -63,6 +63,8 @@ class ToolscopeApp(App[None]):
         Binding(keymap.ROUTES, "pick_route", N_("Route")),
         Binding(keymap.SESSIONS, "pick_session", N_("Sessions"), show=False),
         Binding(keymap.INSPECT, "inspect", N_("Inspect")),
+        # Not in the footer, which is full: in the palette, /help and the README.
+        Binding(keymap.TRAJECTORY, "open_trajectory", N_("Trajectory"), show=False),
     ]
 
     def __init__(self, options: ChatOptions) -> None:
@@ -334,6 +336,7 @@ class ToolscopeApp(App[None]):
             _("Escape cancels a running turn; the partial answer is kept."),
             _("Ctrl+P opens the command palette; Ctrl+T the tools; Ctrl+R the routes; Ctrl+Q quits."),
             _("Ctrl+G opens the inspector: what each route received for each request, live."),
+            _("Ctrl+L opens this session's trajectory; it follows the turn as it runs."),
             _("Enter or a click expands a tool result, a tool-change list or the reasoning."),
             "",
             *(f"{command.name:<14} {command.description}" for command in slash.COMMANDS),
@@ -347,6 +350,15 @@ class ToolscopeApp(App[None]):
         from app.ui.screens.tools import ToolsScreen
 
         self.push_screen(ToolsScreen(self.registry))
+
+    def action_open_trajectory(self) -> None:
+        """The trajectory of this session over the chat; it follows the session as it grows."""
+        from app.ui.screens.viewer import TrajectoryScreen
+        from app.ui.trajectory_source import LiveSource
+
+        if isinstance(self.screen, TrajectoryScreen):
+            return
+        self.push_screen(TrajectoryScreen(LiveSource(self.view)))
 
     def action_pick_route(self) -> None:
         from app.ui.screens.route_picker import RoutePickerScreen

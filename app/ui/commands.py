@@ -8,7 +8,8 @@ session, and knows what to do with the result):
   route;
 - `app.action_pick_session()` — push `SessionPickerScreen(list_sessions())` and resume the chosen
   session;
-- `app.action_export(fmt)` — export the session as `md`, `html` or `json` (`EXPORT_COMMANDS`).
+- `app.action_export(fmt)` — export the session as `md`, `html` or `json` (`EXPORT_COMMANDS`);
+- `app.action_open_trajectory()` — push the `TrajectoryScreen` on the live session.
 
 List them in the App's `COMMANDS` (e.g. `App.COMMANDS | SCREEN_COMMANDS`). Titles are translated
 when the palette asks, so a language switched at run time applies.
@@ -87,5 +88,14 @@ EXPORT_COMMANDS: frozenset[type[Provider]] = frozenset(
 )
 """The export commands: the App implements `action_export(fmt)` with `fmt` one of md, html, json."""
 
-SCREEN_COMMANDS: frozenset[type[Provider]] = frozenset({ToolsCommand, RouteCommand, SessionCommand})
+
+class TrajectoryCommand(_ActionCommand):
+    action = "open_trajectory"
+    title = N_("Trajectory")
+    help_text = N_("Browse this session's turns, requests, tool changes and errors as it grows.")
+
+
+SCREEN_COMMANDS: frozenset[type[Provider]] = frozenset(
+    {ToolsCommand, RouteCommand, SessionCommand, TrajectoryCommand}
+)
 """The providers above, for the App's `COMMANDS`."""

@@ -9,7 +9,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from app.ui import slash
 
 
-SCREEN_ACTIONS = frozenset({"open_tools", "pick_route", "pick_session"})
+SCREEN_ACTIONS = frozenset({"open_tools", "pick_route", "pick_session", "open_trajectory"})
 """Actions whose palette entries come with their screens (`app.ui.commands`)."""
 
 

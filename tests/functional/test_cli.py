@@ -116,13 +116,6 @@ def test_chat_with_an_unknown_route_or_session_fails_in_one_line_before_the_inte
     assert latest.returncode == 1 and "no session to continue" in latest.stderr
 
 
-def test_only_working_commands_are_offered(home: Path) -> None:
-    for missing in ("view",):
-        result = toolscope(home, missing)
-        assert result.returncode == 2
-        assert "invalid choice" in result.stderr and "Traceback" not in result.stderr
-
-
 def test_unknown_option_is_a_usage_error(home: Path) -> None:
     result = toolscope(home, "sessions", "--bogus")
     assert result.returncode == 2

@@ -83,6 +83,9 @@ class Host(App[None]):
     def action_pick_session(self) -> None:
         self.actions.append("pick_session")
 
+    def action_open_trajectory(self) -> None:
+        self.actions.append("open_trajectory")
+
 
 @asynccontextmanager
 async def running(
@@ -414,7 +417,12 @@ def palette_hits(app: App[Any]) -> int:
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("query", "action"),
-    [("tools", "open_tools"), ("switch route", "pick_route"), ("resume", "pick_session")],
+    [
+        ("tools", "open_tools"),
+        ("switch route", "pick_route"),
+        ("resume", "pick_session"),
+        ("trajectory", "open_trajectory"),
+    ],
 )
 async def test_each_palette_command_runs_its_app_action(query: str, action: str) -> None:
     async with running(lambda: Screen()) as (app, pilot):

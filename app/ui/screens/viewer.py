@@ -1,0 +1,377 @@
+"""The Trajectory screen: a session as a lazy tree or a flat list, with filters, search, jumps and a
+detail pane; over the chat it follows the live session.
+
+The session is read in a worker thread (a loading line shows meanwhile); everything shown comes
+from the session view through `TrajectoryModel`. Keys are in `app.ui.keymap`; the Footer lists them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Input, SelectionList, Static, Tree
+from textual.widgets.selection_list import Selection
+
+from app.display import human_size
+from app.i18n import N_, _, ngettext
+from app.session.errors import SessionError
+from app.session.events import Envelope
+from app.session.view import ModelRequest, SessionView
+from app.terminal import printable_line
+from app.ui import keymap
+from app.ui.footer import LocalizedFooter
+from app.ui.screens.modal import ClosableModal
+from app.ui.screens.session_picker import SessionPickerScreen
+from app.ui.text import literal
+from app.ui.trajectory_source import TrajectorySource
+from app.ui.widgets.trajectory import NodeData, TrajectoryTree, entry_of
+from app.ui.widgets.trajectory_detail import TrajectoryDetail
+from app.ui.widgets.trajectory_list import TrajectoryList
+from app.ui.widgets.trajectory_model import KINDS, PRESETS, Entry, TrajectoryModel, preset_named, search_text
+
+
+DETAIL_DELAY = 0.15
+"""Seconds the cursor rests before the JSON pane shows its event."""
+
+
+class TrajectoryScreen(Screen[None]):
+    CSS_PATH = "viewer.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(keymap.VIEWER_CLOSE, "close", N_("Back")),
+        Binding(keymap.VIEWER_LIST, "toggle_list", N_("List/tree")),
+        Binding(keymap.VIEWER_PRESET, "next_preset", N_("Filter")),
+        Binding(keymap.VIEWER_KINDS, "choose_kinds", N_("Kinds")),
+        Binding(keymap.VIEWER_SEARCH, "search", N_("Search")),
+        Binding(keymap.VIEWER_SEARCH_NEXT, "search_next(1)", N_("Next match"), show=False),
+        Binding(keymap.VIEWER_SEARCH_PREVIOUS, "search_next(-1)", N_("Previous match"), show=False),
+        Binding(keymap.VIEWER_NEXT_REQUEST, "jump('request', 1)", N_("Request")),
+        Binding(keymap.VIEWER_PREVIOUS_REQUEST, "jump('request', -1)", N_("Previous request"), show=False),
+        Binding(keymap.VIEWER_NEXT_CONTEXT, "jump('context', 1)", N_("Context")),
+        Binding(keymap.VIEWER_PREVIOUS_CONTEXT, "jump('context', -1)", N_("Previous context"), show=False),
+        Binding(keymap.VIEWER_NEXT_ERROR, "jump('error', 1)", N_("Error")),
+        Binding(keymap.VIEWER_PREVIOUS_ERROR, "jump('error', -1)", N_("Previous error"), show=False),
+        Binding(keymap.VIEWER_DETAIL, "toggle_detail", N_("Detail")),
+    ]
+
+    @dataclass
+    class RequestSelected(Message):
+        """The cursor is on an event of a model request (the inspector shows that request)."""
+
+        request: ModelRequest
+
+    def __init__(self, source: TrajectorySource) -> None:
+        super().__init__()
+        self.source = source
+        self.model = TrajectoryModel()
+        self.kinds = PRESETS[0].kinds
+        self.flat = False
+        self.loaded = False
+        self._matches: list[Entry] = []
+        self._query = ""
+        self._match_note = ""
+        self._detail_timer: Timer | None = None
+        self._tree = TrajectoryTree(self.model, self.kinds, id="trajectory-tree")
+        self._list = TrajectoryList(self.model, self.kinds, id="trajectory-list")
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="viewer-title")
+        with Horizontal(id="viewer-body"):
+            with Vertical(id="viewer-main"):
+                yield Static(id="viewer-loading")
+                yield self._tree
+                yield self._list
+            yield TrajectoryDetail(id="trajectory-detail")
+        yield Input(placeholder=_("Search the whole session; Enter finds, Esc closes"), id="viewer-search")
+        yield LocalizedFooter()
+
+    def on_mount(self) -> None:
+        self._tree.display = False
+        self._list.display = False
+        self.query_one("#viewer-search").display = False
+        try:
+            size = self.source.size
+        except OSError:
+            size = 0
+        self.query_one("#viewer-loading", Static).update(
+            _("Reading the session ({size})…").format(size=human_size(size)) if size else _("Reading the session…")
+        )
+        self._show_title()
+        self._load()
+
+    # --- loading and following -----------------------------------------------------------------------
+
+    @work(group="trajectory-load", exclusive=True)
+    async def _load(self) -> None:
+        try:
+            view = self.source.load() if self.source.live else await asyncio.to_thread(self.source.load)
+        except (SessionError, OSError) as error:
+            self._failed(str(error))
+            return
+        self.loaded = True
+        self.query_one("#viewer-loading").display = False
+        self._show_view(view)
+        if self.source.live:
+            self.app.session_advanced.subscribe(self, self._advanced)  # type: ignore[attr-defined]
+
+    def _failed(self, reason: str) -> None:
+        loading = self.query_one("#viewer-loading", Static)
+        loading.add_class("-error")
+        loading.update(literal(_("Cannot open the session: {reason}").format(reason=printable_line(reason))))
+        self.notify(printable_line(reason), title=_("Cannot open the session"), severity="error", timeout=10, markup=False)
+
+    def _show_view(self, view: SessionView | None) -> None:
+        """Everything from scratch: the first load, or a session the chat replaced."""
+        self.model = TrajectoryModel()
+        self._tree.model = self._list.model = self.model
+        self._matches, self._query, self._match_note = [], "", ""
+        if view is not None:
+            self.model.update(view)
+        self._tree.rebuild(self.kinds)
+        self._list.rebuild(self.kinds)
+        self._show_mode()
+        self._show_title()
+
+    def _advanced(self, event: Envelope | None) -> None:
+        view = self.source.load()
+        if event is None or view is None or view is not self.model.view:
+            self._show_view(view)
+            return
+        new = self.model.update(view)
+        self._tree.add_entries(new)
+        self._list.add_entries(new)
+        self._show_title()
+
+    # --- what is shown -------------------------------------------------------------------------------
+
+    @property
+    def _main(self) -> TrajectoryTree | TrajectoryList:
+        return self._list if self.flat else self._tree
+
+    def _show_mode(self) -> None:
+        self._tree.display = not self.flat
+        self._list.display = self.flat
+        self._main.focus()
+        self._show_detail(self.current_entry)
+
+    def _show_title(self) -> None:
+        preset = preset_named(self.kinds)
+        filter_name = _(preset.name) if preset is not None else _("custom")
+        view = self.model.view
+        events = view.last_seq + 1 if view is not None else 0
+        parts = [
+            _("Trajectory {session}").format(session=printable_line(self.source.session_id)),
+            ngettext("{n} event", "{n} events", events).format(n=events),
+            _("filter: {name}").format(name=filter_name),
+            _("list") if self.flat else _("tree"),
+        ]
+        if self._match_note:
+            parts.append(self._match_note)
+        self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)))
+
+    @property
+    def current_entry(self) -> Entry | None:
+        return self._main.cursor_entry
+
+    @property
+    def selected_request(self) -> ModelRequest | None:
+        entry = self.current_entry
+        return entry.request if entry is not None else None
+
+    def _show_detail(self, entry: Entry | None) -> None:
+        """The JSON pane follows the cursor once it rests: highlighting an event's JSON costs more
+        than moving the cursor, and a held arrow key should not wait for each one."""
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.query_one(TrajectoryDetail).show(entry))
+        if entry is not None and entry.request is not None:
+            self.post_message(self.RequestSelected(entry.request))
+
+    @on(Tree.NodeHighlighted, "#trajectory-tree")
+    def _tree_highlighted(self, event: Tree.NodeHighlighted[NodeData]) -> None:
+        self._show_detail(entry_of(event.node.data))
+
+    @on(TrajectoryList.Highlighted)
+    def _list_highlighted(self, event: TrajectoryList.Highlighted) -> None:
+        self._show_detail(event.entry)
+
+    def go_to(self, entry: Entry) -> bool:
+        """Put the cursor on `entry` in the current mode (expanding the tree's way to it)."""
+        return self._list.move_to(entry) if self.flat else self._tree.reveal(entry)
+
+    # --- actions -------------------------------------------------------------------------------------
+
+    def action_close(self) -> None:
+        search = self.query_one("#viewer-search", Input)
+        if search.display:
+            search.display = False
+            self._main.focus()
+            return
+        self.dismiss(None)
+
+    def action_toggle_list(self) -> None:
+        entry = self.current_entry
+        self.flat = not self.flat
+        if entry is not None:
+            self.go_to(entry)
+        self._show_mode()
+        self._show_title()
+
+    def action_toggle_detail(self) -> None:
+        detail = self.query_one(TrajectoryDetail)
+        detail.display = not detail.display
+
+    def action_next_preset(self) -> None:
+        names = [preset.kinds for preset in PRESETS]
+        index = names.index(self.kinds) + 1 if self.kinds in names else 0
+        self.set_kinds(PRESETS[index % len(PRESETS)].kinds)
+
+    def action_choose_kinds(self) -> None:
+        def chosen(kinds: frozenset[str] | None) -> None:
+            if kinds is not None:
+                self.set_kinds(kinds)
+
+        self.app.push_screen(KindsScreen(self.kinds), chosen)
+
+    def set_kinds(self, kinds: frozenset[str]) -> None:
+        entry = self.current_entry
+        self.kinds = kinds
+        self._tree.rebuild(kinds)
+        self._list.rebuild(kinds)
+        if entry is not None and not self.go_to(entry):
+            nearest = self._nearest_shown(entry.seq)
+            if nearest is not None:
+                self.go_to(nearest)
+        if self._query:
+            self._search(self._query)
+        self._show_detail(self.current_entry)
+        self._show_title()
+
+    def _nearest_shown(self, seq: int) -> Entry | None:
+        """The first event the filter shows at or after `seq`, else the last one before it."""
+        entries = self.model.entries
+        start = bisect_right(entries, seq - 1, key=lambda entry: entry.seq)
+        for index in [*range(start, len(entries)), *range(start - 1, -1, -1)]:
+            entry = entries[index]
+            if not entry.is_structure and entry.shown(self.kinds):
+                return entry
+        return None
+
+    def action_search(self) -> None:
+        search = self.query_one("#viewer-search", Input)
+        search.display = True
+        # Now, not on the next message: keys typed right after `/` must already reach the input.
+        self.set_focus(search)
+
+    @on(Input.Submitted, "#viewer-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.input.display = False
+        self._main.focus()
+        self._search(event.value, jump=True)
+
+    @work(group="trajectory-search", exclusive=True)
+    async def _search(self, query: str, *, jump: bool = False) -> None:
+        """Find every shown event whose text has all the words, in a thread (a large session's
+        text takes a while to scan), then go to the first hit after the cursor."""
+        self._query = query
+        entries, kinds = list(self.model.entries), self.kinds
+        self._matches = await asyncio.to_thread(_matching, entries, kinds, query)
+        if jump:
+            self.action_search_next(1)
+
+    def action_search_next(self, direction: int) -> None:
+        if not self._query:
+            self.action_search()
+            return
+        target = self._step_from_cursor(self._matches, direction)
+        count = len(self._matches)
+        if target is None:
+            self._match_note = _("no match for “{query}”").format(query=printable_line(self._query))
+        else:
+            self.go_to(target)
+            self._match_note = ngettext(
+                "match {index} of {count} for “{query}”", "match {index} of {count} for “{query}”", count
+            ).format(index=self._matches.index(target) + 1, count=count, query=printable_line(self._query))
+        self._show_title()
+
+    def action_jump(self, kind: str, direction: int) -> None:
+        candidates = [entry for entry in self.model.entries if kind in entry.kinds and entry.shown(self.kinds)]
+        target = self._step_from_cursor(candidates, direction, wrap=False)
+        if target is None:
+            self.notify(_("Nothing further in that direction with this filter."), timeout=3)
+            return
+        self.go_to(target)
+
+    def _step_from_cursor(self, entries: list[Entry], direction: int, *, wrap: bool = True) -> Entry | None:
+        """The first of `entries` (in log order) after the cursor, or before it going back."""
+        if not entries:
+            return None
+        current = self.current_entry
+        seq = current.seq if current is not None else -1
+        index = bisect_right(entries, seq, key=lambda entry: entry.seq)
+        if direction > 0:
+            if index < len(entries):
+                return entries[index]
+            return entries[0] if wrap else None
+        index -= 1 if index and entries[index - 1].seq == seq else 0
+        if index > 0:
+            return entries[index - 1]
+        return entries[-1] if wrap else None
+
+
+def _matching(entries: list[Entry], kinds: frozenset[str], query: str) -> list[Entry]:
+    words = query.lower().split()
+    if not words:
+        return []
+    return [
+        entry
+        for entry in entries
+        if entry.shown(kinds) and all(word in search_text(entry).lower() for word in words)
+    ]
+
+
+class KindsScreen(ClosableModal[frozenset[str]]):
+    """Which kinds of event the trajectory shows: Space or a click toggles, Escape applies."""
+
+    DEFAULT_CSS = """
+    KindsScreen { align: center middle; }
+    KindsScreen > #kinds-dialog {
+        width: 50; height: auto; border: round $accent; background: $surface; padding: 0 1;
+    }
+    KindsScreen #kinds-title { text-style: bold; color: $text-accent; }
+    KindsScreen SelectionList { height: auto; max-height: 16; }
+    KindsScreen #kinds-hint { color: $text-muted; }
+    """
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        super().__init__()
+        self._kinds = frozenset(kinds)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="kinds-dialog"):
+            yield Static(_("Show these events"), id="kinds-title")
+            yield SelectionList[str](
+                *(Selection(_(label), kind, kind in self._kinds) for kind, label in KINDS.items()),
+                id="kinds",
+            )
+            yield Static(_("Space or click toggles · Esc applies"), id="kinds-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(frozenset(self.query_one(SelectionList).selected))
+
+
+class ViewerSessionPicker(SessionPickerScreen):
+    """The session picker of `toolscope view`: the same list, choosing a session to browse."""
+
+    def heading(self) -> str:
+        return _("Open a session")

@@ -1,0 +1,51 @@
+"""`toolscope view`: the Trajectory of one session, or the session picker first.
+
+A small App of its own rather than the chat in a view mode: browsing needs no route, tool
+registry, MCP servers or session writer, so nothing is started, locked or repaired, and a session
+another process is writing opens as it is (`docs/decisions.md`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+
+from app.i18n import N_
+from app.session.listing import SessionSummary
+from app.ui import keymap
+from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
+from app.ui.trajectory_source import SessionFileSource, TrajectorySource
+
+
+class ViewerApp(App[None]):
+    TITLE = "toolscope view"
+    BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]
+
+    def __init__(self, source: TrajectorySource | None = None, sessions: list[SessionSummary] | None = None) -> None:
+        """With a `source`, its trajectory; otherwise the picker over `sessions` first."""
+        super().__init__()
+        self._source = source
+        self._sessions = sessions or []
+
+    def on_mount(self) -> None:
+        if self._source is not None:
+            self.push_screen(TrajectoryScreen(self._source), lambda _result: self.exit())
+        else:
+            self._pick()
+
+    def _pick(self) -> None:
+        self.push_screen(ViewerSessionPicker(self._sessions), self._chosen)
+
+    def _chosen(self, path: str | None) -> None:
+        if not path:
+            self.exit()
+            return
+        # Read by the screen's worker: a file that turns out unreadable is reported there.
+        self.push_screen(TrajectoryScreen(SessionFileSource(Path(path))), lambda _result: self._pick())
+
+
+def run_viewer(source: TrajectorySource | None, sessions: list[SessionSummary] | None = None) -> int:
+    ViewerApp(source, sessions).run()
+    return 0

@@ -1,0 +1,254 @@
+"""The trajectory as a lazy tree: turns → steps → requests, messages, context nodes, tool calls with
+their results, errors, retries, compactions and sequence boundaries.
+
+Only the top level is built up front; a node's children are built when it is first expanded (or when
+a search or a jump needs a node inside it). Labels are single-line `Text` made from the session
+view, so measuring one is a `cell_len`, not a render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, Turn
+from app.ui.widgets.trajectory_model import (
+    Entry,
+    TrajectoryModel,
+    answer_label,
+    context_names,
+    entry_label,
+    reasoning_label,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of an entry with a node of its own: a request's reasoning or answer, or one name in
+    a multi-tool change's list. Selecting it shows its entry."""
+
+    entry: Entry
+    label: Text
+
+
+NodeData = Entry | Part
+EXPANDER_WIDTH = 2
+"""`Tree.ICON_NODE` ("▶ ") before the label of a node that expands."""
+
+
+def entry_of(data: NodeData | None) -> Entry | None:
+    return data.entry if isinstance(data, Part) else data
+
+
+class TrajectoryTree(Tree[NodeData]):
+    DEFAULT_CSS = """
+    TrajectoryTree { background: $surface; }
+    """
+
+    def __init__(self, model: TrajectoryModel, kinds: frozenset[str], *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.show_root = False
+        self.guide_depth = 3
+        self.auto_expand = False
+        self.model = model
+        self.kinds = kinds
+        self._by_entry: dict[int, TreeNode[NodeData]] = {}
+        self._loaded: set[int] = set()  # ids of nodes whose children are built
+
+    # --- cheap labels ------------------------------------------------------------------------------
+
+    def process_label(self, label: str | Text) -> Text:
+        return label if isinstance(label, Text) else Text(label)
+
+    def get_label_width(self, node: TreeNode[NodeData]) -> int:
+        return node._label.cell_len + (EXPANDER_WIDTH if node._allow_expand else 0)
+
+    # --- building ----------------------------------------------------------------------------------
+
+    def rebuild(self, kinds: frozenset[str] | None = None) -> None:
+        """Start over from the top level (a new filter, a replaced session)."""
+        if kinds is not None:
+            self.kinds = kinds
+        self.clear()
+        self._by_entry.clear()
+        self._loaded.clear()
+        self._loaded.add(self.root.id)
+        for entry in self.model.entries:
+            if self._is_top_level(entry) and self._visible(entry):
+                self._add(self.root, entry)
+        if self.root.children:
+            self.move_cursor(self.root.children[0])
+
+    def add_entries(self, entries: list[Entry]) -> None:
+        """Entries the live session gained: each goes where it belongs if that place is built;
+        otherwise it is built with its parent, on expand."""
+        for entry in entries:
+            if entry.is_structure:
+                continue  # a turn or step appears with its first visible item
+            if entry.seq in self._by_entry or not entry.shown(self.kinds):
+                continue
+            parent = self._ensure_parent(entry)
+            if parent is not None and parent.id in self._loaded and entry.seq not in self._by_entry:
+                self._add(parent, entry)
+            call = self.model.call_of(entry)
+            if call is not None and call.seq in self._by_entry:
+                self._by_entry[call.seq].allow_expand = True
+        for turn_node in self.root.children[-1:]:
+            # The open turn's label says how it ended, once it has.
+            if isinstance(turn_node.data, Entry) and isinstance(turn_node.data.subject, Turn):
+                turn_node.set_label(entry_label(turn_node.data))
+
+    def _is_top_level(self, entry: Entry) -> bool:
+        return isinstance(entry.subject, Turn) or (entry.turn is None and not entry.is_structure)
+
+    def _visible(self, entry: Entry) -> bool:
+        """A turn or step when something in it is shown; anything else by its kinds."""
+        subject = entry.subject
+        by_seq = self.model.by_seq
+        if isinstance(subject, Turn):
+            return any(by_seq[item.seq].shown(self.kinds) for item in subject.items) or any(
+                self._visible(by_seq[step.seq]) for step in subject.steps
+            )
+        if isinstance(subject, Step):
+            return any(by_seq[item.seq].shown(self.kinds) for item in subject.items)
+        return entry.shown(self.kinds)
+
+    def _add(self, parent: TreeNode[NodeData], entry: Entry) -> TreeNode[NodeData]:
+        node = parent.add(entry_label(entry), data=entry, allow_expand=self._expands(entry))
+        self._by_entry[entry.seq] = node
+        return node
+
+    def _expands(self, entry: Entry) -> bool:
+        subject = entry.subject
+        if isinstance(subject, (Turn, Step)):
+            return True
+        if isinstance(subject, AssistantItem):
+            return bool(subject.text or (subject.reasoning and "reasoning" in self.kinds))
+        if isinstance(subject, ToolCallItem):
+            return self.model.result_of(entry) is not None
+        if isinstance(subject, ContextItem):
+            added, removed = context_names(subject)
+            return bool(added or removed)
+        return False
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
+        self.load(event.node)
+
+    def load(self, node: TreeNode[NodeData]) -> None:
+        """Build `node`'s children, once."""
+        if node.id in self._loaded:
+            return
+        self._loaded.add(node.id)
+        entry = node.data
+        if not isinstance(entry, Entry):
+            return
+        subject = entry.subject
+        by_seq = self.model.by_seq
+        if isinstance(subject, Turn):
+            inside = sorted([*subject.items, *subject.steps], key=lambda thing: thing.seq)
+            for thing in inside:
+                child = by_seq[thing.seq]
+                if self._visible(child):
+                    self._add(node, child)
+        elif isinstance(subject, Step):
+            for item in subject.items:
+                child = by_seq[item.seq]
+                if child.shown(self.kinds) and not self._under_its_call(child):
+                    self._add(node, child)
+        elif isinstance(subject, AssistantItem):
+            if subject.reasoning and "reasoning" in self.kinds:
+                node.add_leaf(reasoning_label(subject), data=Part(entry, reasoning_label(subject)))
+            if subject.text:
+                node.add_leaf(answer_label(subject), data=Part(entry, answer_label(subject)))
+        elif isinstance(subject, ToolCallItem):
+            result = self.model.result_of(entry)
+            if result is not None:
+                self._add(node, result)
+        elif isinstance(subject, ContextItem):
+            added, removed = context_names(subject)
+            for name in added:
+                label = Text("+ ", style="green").append(name)
+                node.add_leaf(label, data=Part(entry, label))
+            for name in removed:
+                label = Text("− ", style="red").append(name)
+                node.add_leaf(label, data=Part(entry, label))
+
+    def action_toggle_expand_all(self) -> None:
+        """Shift+Space: everything below the cursor, built first (children are built on expand)."""
+        node = self.cursor_node
+        if node is None or not node.allow_expand:
+            return
+        if not node.is_expanded:
+            self.load_all(node)
+        node.toggle_all()
+
+    def load_all(self, node: TreeNode[NodeData]) -> None:
+        self.load(node)
+        for child in node.children:
+            self.load_all(child)
+
+    def _under_its_call(self, entry: Entry) -> bool:
+        call = self.model.call_of(entry)
+        return call is not None and call.step is entry.step and call.shown(self.kinds)
+
+    # --- finding -----------------------------------------------------------------------------------
+
+    def _parent_entry(self, entry: Entry) -> Entry | None:
+        if isinstance(entry.subject, Turn):
+            return None
+        if self._under_its_call(entry):
+            return self.model.call_of(entry)
+        if entry.step is not None and not isinstance(entry.subject, Step):
+            return self.model.by_seq[entry.step.seq]
+        if entry.turn is not None:
+            return self.model.by_seq[entry.turn.seq]
+        return None
+
+    def _ensure_parent(self, entry: Entry) -> TreeNode[NodeData] | None:
+        """The node `entry` goes under, created (with its ancestors) if they are built."""
+        parent_entry = self._parent_entry(entry)
+        if parent_entry is None:
+            return self.root
+        node = self._by_entry.get(parent_entry.seq)
+        if node is not None:
+            return node
+        grandparent = self._ensure_parent(parent_entry)
+        if grandparent is None or grandparent.id not in self._loaded:
+            return None
+        return self._add(grandparent, parent_entry)
+
+    def node_for(self, entry: Entry) -> TreeNode[NodeData] | None:
+        """The node of `entry`, building (not expanding) the nodes above it; None when filtered out."""
+        node = self._by_entry.get(entry.seq)
+        if node is not None:
+            return node
+        parent_entry = self._parent_entry(entry)
+        if parent_entry is None:
+            return None
+        parent = self.node_for(parent_entry)
+        if parent is None:
+            return None
+        self.load(parent)
+        return self._by_entry.get(entry.seq)
+
+    def reveal(self, entry: Entry) -> bool:
+        """Expand the way to `entry` and put the cursor on it; False when the filter hides it."""
+        node = self.node_for(entry)
+        if node is None:
+            return False
+        ancestor = node.parent
+        while ancestor is not None and ancestor is not self.root:
+            ancestor.expand()
+            ancestor = ancestor.parent
+        self._tree_lines  # noqa: B018  (lays the lines out now, so the node has its line)
+        self.move_cursor(node)
+        self.scroll_to_node(node, animate=False)
+        return True
+
+    @property
+    def cursor_entry(self) -> Entry | None:
+        node = self.cursor_node
+        return entry_of(node.data) if node is not None else None

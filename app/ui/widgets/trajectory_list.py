@@ -1,0 +1,192 @@
+"""The trajectory as a flat list: one row per event, virtualized with the line API.
+
+Only the rows on screen are ever rendered (`render_line`, as Textual's `Log` does), so a session
+of any length costs one `Entry` reference per shown row and the same few lines of drawing per key.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.cache import LRUCache
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from app.session.view import Step, Turn
+from app.ui.widgets.trajectory_model import Entry, TrajectoryModel, entry_label
+
+
+class TrajectoryList(ScrollView, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"trajectory-list--cursor", "trajectory-list--seq"}
+    DEFAULT_CSS = """
+    TrajectoryList { background: $surface; }
+    TrajectoryList > .trajectory-list--cursor { background: $block-cursor-blurred-background; }
+    TrajectoryList:focus > .trajectory-list--cursor {
+        background: $block-cursor-background; color: $block-cursor-foreground;
+    }
+    TrajectoryList > .trajectory-list--seq { color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", show=False),
+        Binding("down", "move(1)", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+        Binding("home", "move_to(0)", show=False),
+        Binding("end", "move_to(-1)", show=False),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True, layout=False, repaint=False)
+
+    @dataclass
+    class Highlighted(Message):
+        entry: Entry
+
+    def __init__(self, model: TrajectoryModel, kinds: frozenset[str], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.kinds = kinds
+        self.rows: list[Entry] = []
+        self._seq_width = 1
+        self._strips: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(1024)
+        """Rendered rows: scrolling by one row renders one new row, not a screenful."""
+        self._base: Style | None = None
+
+    # --- rows --------------------------------------------------------------------------------------
+
+    def rebuild(self, kinds: frozenset[str] | None = None) -> None:
+        if kinds is not None:
+            self.kinds = kinds
+        self.rows = [entry for entry in self.model.entries if entry.shown(self.kinds)]
+        self._resized()
+        self.set_reactive(TrajectoryList.cursor, min(self.cursor, max(len(self.rows) - 1, 0)))
+        self.refresh()
+
+    def add_entries(self, entries: list[Entry]) -> None:
+        shown = [entry for entry in entries if entry.shown(self.kinds)]
+        if shown:
+            at_end = self.is_vertical_scroll_end
+            self.rows += shown
+            self._resized()
+            if at_end:
+                self.scroll_end(animate=False, immediate=True)
+            self.refresh()
+
+    def _resized(self) -> None:
+        last = self.model.entries[-1].seq if self.model.entries else 0
+        if len(str(last)) != self._seq_width:
+            self._seq_width = len(str(last))
+            self._strips.clear()
+        # No horizontal scrolling: a row is cut at the right edge; the detail pane has everything.
+        self.virtual_size = Size(0, len(self.rows))
+
+    @property
+    def cursor_entry(self) -> Entry | None:
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def index_of(self, entry: Entry) -> int | None:
+        """The row of `entry` (rows are in log order, so a bisection finds it)."""
+        index = bisect_left(self.rows, entry.seq, key=lambda row: row.seq)
+        return index if index < len(self.rows) and self.rows[index] is entry else None
+
+    def move_to(self, entry: Entry) -> bool:
+        index = self.index_of(entry)
+        if index is None:
+            return False
+        self.cursor = index
+        return True
+
+    # --- drawing -----------------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self._base_style
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        entry = self.rows[index]
+        key = (entry.seq, index == self.cursor, self.has_focus, width)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._render_row(entry, index == self.cursor, width)
+            self._strips[key] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+
+    @property
+    def _base_style(self) -> Style:
+        """The widget's own style, looked up once per style change (it walks the ancestors)."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
+    def _render_row(self, entry: Entry, at_cursor: bool, width: int) -> Strip:
+        base = self._base_style
+        text = Text.assemble(
+            (f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
+            "  " * _depth(entry),
+            entry_label(entry),
+            no_wrap=True,
+            end="",
+        )
+        text.stylize_before(base)
+        if at_cursor:
+            text.pad_right(max(width - text.cell_len, 0))
+            text.stylize(self.get_component_rich_style("trajectory-list--cursor"))
+        return Strip(text.render(self.app.console), text.cell_len)
+
+    def watch_cursor(self, previous: int, cursor: int) -> None:
+        self._refresh_row(previous)
+        self._refresh_row(cursor)
+        self.scroll_to_region(Region(0, cursor, 1, 1), animate=False, force=True, immediate=True)
+        entry = self.cursor_entry
+        if entry is not None:
+            self.post_message(self.Highlighted(entry))
+
+    def _refresh_row(self, index: int) -> None:
+        self.refresh(Region(0, index - self.scroll_offset.y, self.size.width, 1))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+        self._base = None
+        self.refresh()
+
+    # --- keys and mouse ----------------------------------------------------------------------------
+
+    def validate_cursor(self, cursor: int) -> int:
+        return max(0, min(cursor, len(self.rows) - 1))
+
+    def action_move(self, rows: int) -> None:
+        self.cursor += rows
+
+    def action_page(self, pages: int) -> None:
+        self.cursor += pages * max(self.scrollable_content_region.height - 1, 1)
+
+    def action_move_to(self, index: int) -> None:
+        self.cursor = index if index >= 0 else len(self.rows) - 1
+
+    def on_click(self, event: events.Click) -> None:
+        self.cursor = self.scroll_offset.y + event.y
+
+    def on_focus(self) -> None:
+        self._refresh_row(self.cursor)
+
+    def on_blur(self) -> None:
+        self._refresh_row(self.cursor)
+
+
+def _depth(entry: Entry) -> int:
+    if isinstance(entry.subject, Turn):
+        return 0
+    if isinstance(entry.subject, Step):
+        return 1
+    return (entry.turn is not None) + (entry.step is not None)

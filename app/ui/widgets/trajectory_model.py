@@ -1,0 +1,425 @@
+"""What the trajectory shows, derived from the session view alone (no Textual here).
+
+`TrajectoryModel.update(view)` turns the view's turns, steps and items into `Entry` rows, one per
+event the user can see (a turn or step start, or an item), in log order; it is incremental: only
+what the view gained since the last call is added, so a live session costs nothing per event but
+its own rows. The tree and the flat list read the same entries; filters are sets of `KINDS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from rich.text import Text
+
+from app.agent.notices import instructions_notice, tool_change_notice
+from app.export.view_json import item_json
+from app.i18n import N_, _, ngettext
+from app.session.events import ToolRegistryUpdate
+from app.session.view import (
+    AssistantItem,
+    ContextItem,
+    HeaderItem,
+    Item,
+    ModelRequest,
+    RequestErrorItem,
+    RetryItem,
+    SessionView,
+    Step,
+    SummaryItem,
+    ToolCallItem,
+    ToolResultItem,
+    Turn,
+    UserItem,
+)
+from app.terminal import json_text, printable_line
+
+# --- kinds and filters ---------------------------------------------------------------------------
+
+KINDS: dict[str, str] = {
+    "turn": N_("Turn starts"),
+    "step": N_("Step starts"),
+    "user": N_("User messages"),
+    "request": N_("Model requests"),
+    "reasoning": N_("Reasoning"),
+    "context": N_("Context nodes (tool changes)"),
+    "tool": N_("Tool calls and results"),
+    "error": N_("Errors"),
+    "retry": N_("Retries"),
+    "compaction": N_("Compactions"),
+    "sequence": N_("Sequence boundaries"),
+    "header": N_("Request headers"),
+}
+"""Every kind a filter can show or hide, with its name in the kinds menu (translated when shown).
+Turns and steps always group the tree; their own toggles show or hide their rows in the flat list."""
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str  # marked with N_
+    kinds: frozenset[str]
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        N_("default"),
+        frozenset(KINDS) - {"step", "header"},
+    ),
+    Preset(N_("tool changes only"), frozenset({"context", "sequence"})),
+    Preset(N_("tools"), frozenset({"tool", "context", "sequence"})),
+    Preset(N_("errors and retries"), frozenset({"error", "retry"})),
+    Preset(N_("everything"), frozenset(KINDS)),
+)
+
+
+def preset_named(kinds: frozenset[str]) -> Preset | None:
+    return next((preset for preset in PRESETS if preset.kinds == kinds), None)
+
+
+# --- entries -------------------------------------------------------------------------------------
+
+Subject = Union[Turn, Step, Item]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One row: a turn or step start, or an item, with where it sits (turn, step) and its request."""
+
+    seq: int
+    kinds: frozenset[str]
+    subject: Subject
+    turn: Turn | None
+    step: Step | None
+    request: ModelRequest | None = None
+
+    def shown(self, kinds: frozenset[str]) -> bool:
+        return not self.kinds.isdisjoint(kinds)
+
+    @property
+    def is_structure(self) -> bool:
+        return isinstance(self.subject, (Turn, Step))
+
+
+_TURN = frozenset({"turn"})
+_STEP = frozenset({"step"})
+_USER = frozenset({"user"})
+_REQUEST = frozenset({"request"})
+_FAILED_REQUEST = frozenset({"request", "error"})
+_CONTEXT = frozenset({"context"})
+_TOOL = frozenset({"tool"})
+_FAILED_TOOL = frozenset({"tool", "error"})
+_RETRY = frozenset({"retry"})
+_COMPACTION = frozenset({"compaction"})
+_SEQUENCE = frozenset({"sequence"})
+_HEADER = frozenset({"header"})
+
+
+class TrajectoryModel:
+    """The entries of one session view, fed incrementally (`update`)."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.by_seq: dict[int, Entry] = {}
+        self.view: SessionView | None = None
+        self._items_seen = 0
+        self._turns_seen = 0
+        self._steps_seen = 0  # of the last turn seen
+        self._requests: dict[int, ModelRequest] = {}
+        self._requests_seen = 0
+        self._sequence: int | None = None
+        self._calls: dict[str, int] = {}  # call id → seq of its tool/call entry
+        self._turn_at = 0  # the turn (index) the last item was placed in or after
+        self._step_at = 0  # the step (index) within it
+
+    def update(self, view: SessionView) -> list[Entry]:
+        """Add what `view` gained since the last call; return the new entries (log order)."""
+        if self.view is None:
+            self.view = view
+        elif view is not self.view:
+            raise ValueError("a TrajectoryModel follows one session view; make a new one for another")
+        for request in view.requests[self._requests_seen :]:
+            self._requests[request.seq] = request
+        self._requests_seen = len(view.requests)
+        new: list[Entry] = [*self._new_structure(view), *self._new_items(view)]
+        new.sort(key=lambda entry: entry.seq)
+        for entry in new:
+            self.entries.append(entry)
+            self.by_seq[entry.seq] = entry
+        return new
+
+    def _new_structure(self, view: SessionView) -> list[Entry]:
+        found: list[Entry] = []
+        turns = view.turns
+        first = max(self._turns_seen - 1, 0)
+        for index in range(first, len(turns)):
+            turn = turns[index]
+            if index >= self._turns_seen:
+                found.append(Entry(turn.seq, _TURN, turn, None, None))
+                steps_seen = 0
+            else:
+                steps_seen = self._steps_seen
+            found += [Entry(step.seq, _STEP, step, turn, None) for step in turn.steps[steps_seen:]]
+        if turns:
+            self._turns_seen = len(turns)
+            self._steps_seen = len(turns[-1].steps)
+        return found
+
+    def _new_items(self, view: SessionView) -> list[Entry]:
+        found: list[Entry] = []
+        items = view.items
+        for item in items[self._items_seen :]:
+            turn, step = self._place(view, item.seq)
+            found.append(Entry(item.seq, self._kinds(item), item, turn, step, self._requests.get(item.seq)))
+            if isinstance(item, ToolCallItem):
+                self._calls[item.call_id] = item.seq
+        self._items_seen = len(items)
+        return found
+
+    def _kinds(self, item: Item) -> frozenset[str]:
+        if isinstance(item, UserItem):
+            return _USER
+        if isinstance(item, AssistantItem):
+            return _REQUEST
+        if isinstance(item, RequestErrorItem):
+            return _FAILED_REQUEST
+        if isinstance(item, ContextItem):
+            return _CONTEXT
+        if isinstance(item, ToolCallItem):
+            return _TOOL
+        if isinstance(item, ToolResultItem):
+            return _FAILED_TOOL if item.is_error else _TOOL
+        if isinstance(item, RetryItem):
+            return _RETRY
+        if isinstance(item, SummaryItem):
+            return _COMPACTION
+        assert isinstance(item, HeaderItem)
+        sequence, self._sequence = self._sequence, item.header.sequence
+        return _SEQUENCE if sequence is not None and sequence != item.header.sequence else _HEADER
+
+    def _place(self, view: SessionView, seq: int) -> tuple[Turn | None, Step | None]:
+        """The turn and step holding the item at `seq`: a cursor that only moves forward, since
+        items come in log order."""
+        turns = view.turns
+        while self._turn_at + 1 < len(turns) and turns[self._turn_at + 1].seq < seq:
+            self._turn_at += 1
+            self._step_at = 0
+        if not turns or not _within(turns[self._turn_at], seq):
+            return None, None
+        turn = turns[self._turn_at]
+        steps = turn.steps
+        while self._step_at + 1 < len(steps) and steps[self._step_at + 1].seq < seq:
+            self._step_at += 1
+        if not steps or not _within(steps[self._step_at], seq):
+            return turn, None
+        return turn, steps[self._step_at]
+
+    def call_of(self, entry: Entry) -> Entry | None:
+        """The tool call a result answers (results are shown under their call in the tree)."""
+        subject = entry.subject
+        if not isinstance(subject, ToolResultItem):
+            return None
+        seq = self._calls.get(subject.call_id)
+        return self.by_seq.get(seq) if seq is not None else None
+
+    def result_of(self, entry: Entry) -> Entry | None:
+        subject = entry.subject
+        if not isinstance(subject, ToolCallItem) or entry.step is None:
+            return None
+        for item in entry.step.items:
+            if isinstance(item, ToolResultItem) and item.call_id == subject.call_id:
+                return self.by_seq.get(item.seq)
+        return None
+
+
+def _within(span: Turn | Step, seq: int) -> bool:
+    return span.seq < seq and (span.end_seq is None or seq < span.end_seq)
+
+
+# --- labels, search text, detail -----------------------------------------------------------------
+
+LABEL_LIMIT = 240
+"""Characters of untrusted text in a one-line label; the detail pane has the rest."""
+
+
+def _clip(text: str) -> str:
+    line = printable_line(text[: LABEL_LIMIT + 1])
+    return line if len(line) <= LABEL_LIMIT else line[:LABEL_LIMIT] + "…"
+
+
+def _styled(prefix: str, style: str, rest: str = "") -> Text:
+    """A label: our own words styled, the untrusted part plain (Text never reads markup)."""
+    text = Text(prefix, style=style)
+    if rest:
+        text.append(" ")
+        text.append(_clip(rest))
+    return text
+
+
+def entry_label(entry: Entry) -> Text:
+    subject = entry.subject
+    if isinstance(subject, Turn):
+        label = _("Turn {n}").format(n=subject.number)
+        if subject.end_reason not in (None, "completed"):
+            label += " · " + _end_reason(subject.end_reason)
+        return Text(label, style="bold")
+    if isinstance(subject, Step):
+        return Text(_("Step {n}").format(n=subject.number), style="dim")
+    if isinstance(subject, UserItem):
+        return _styled(_("User:"), "bold cyan", subject.text)
+    if isinstance(subject, AssistantItem):
+        return _request_label(entry, subject)
+    if isinstance(subject, RequestErrorItem):
+        index = entry.request.index if entry.request is not None else "?"
+        failure = subject.failure
+        return _styled(
+            _("✗ Request {n} failed · {code}:").format(n=index, code=failure.code), "bold red", failure.message
+        )
+    if isinstance(subject, ContextItem):
+        return Text(_clip(_context_summary(subject)), style="magenta")
+    if isinstance(subject, ToolCallItem):
+        return _styled(_("→ {name}").format(name=_clip(subject.name)), "yellow", subject.arguments)
+    if isinstance(subject, ToolResultItem):
+        if subject.is_error:
+            message = subject.error.message if subject.error is not None else subject.content
+            code = subject.error.code if subject.error is not None else ""
+            return _styled(_("✗ {name} {code}:").format(name=_clip(subject.name), code=code), "red", message)
+        return _styled(_("← {name}:").format(name=_clip(subject.name)), "green", subject.content)
+    if isinstance(subject, RetryItem):
+        return _styled(
+            _("↻ Retry {retry}/{max} after {seconds:.1f} s · {code}").format(
+                retry=subject.retry,
+                max=subject.max_retries,
+                seconds=subject.delay_ms / 1000,
+                code=subject.failure.code,
+            ),
+            "yellow",
+        )
+    if isinstance(subject, SummaryItem):
+        return _styled(_("Compaction (sequence {n}):").format(n=subject.sequence), "bold blue", subject.summary)
+    assert isinstance(subject, HeaderItem)
+    header = subject.header
+    tools = ngettext("{n} tool", "{n} tools", len(header.tools)).format(n=len(header.tools))
+    if "sequence" in entry.kinds:
+        return _styled(
+            _("═ New projection sequence {n} ·").format(n=header.sequence), "bold blue", f"{header.route} · {tools}"
+        )
+    return _styled(_("Request header ·"), "dim", f"{header.route} · {header.model} · {tools}")
+
+
+def _request_label(entry: Entry, item: AssistantItem) -> Text:
+    index = entry.request.index if entry.request is not None else "?"
+    label = _styled(_("Request {n}").format(n=index), "bold", "")
+    label.append(" · ")
+    label.append(_clip(item.route), style="dim")
+    calls = item.tool_calls
+    if calls:
+        label.append(" · ")
+        label.append(ngettext("{n} tool call", "{n} tool calls", len(calls)).format(n=len(calls)))
+    if item.text:
+        label.append(" · ")
+        label.append(_clip(item.text))
+    if item.interrupted:
+        label.append(" · " + _("interrupted"), style="yellow")
+    return label
+
+
+def reasoning_label(item: AssistantItem) -> Text:
+    return _styled(_("Reasoning:"), "italic dim", item.reasoning)
+
+
+def answer_label(item: AssistantItem) -> Text:
+    return _styled(_("Answer:"), "bold", item.text)
+
+
+def _end_reason(reason: str) -> str:
+    reasons = {
+        "aborted": _("cancelled"),
+        "error": _("failed"),
+        "max-tokens": _("stopped at the token limit"),
+        "interrupted": _("interrupted"),
+    }
+    return reasons.get(reason, reason)
+
+
+def _context_summary(item: ContextItem) -> str:
+    message = item.message
+    if isinstance(message, ToolRegistryUpdate):
+        return _("ⓘ {notice}").format(notice=tool_change_notice(message).summary)
+    return _("ⓘ {notice}").format(notice=instructions_notice())
+
+
+def context_names(item: ContextItem) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names a multi-tool change lists (added, removed); empty when the summary names the tool."""
+    message = item.message
+    if not isinstance(message, ToolRegistryUpdate):
+        return (), ()
+    notice = tool_change_notice(message)
+    return (notice.added, notice.removed) if notice.names else ((), ())
+
+
+def search_text(entry: Entry) -> str:
+    """Everything a search should find in the entry (its whole text, not the clipped label)."""
+    subject = entry.subject
+    if isinstance(subject, (Turn, Step)):
+        return entry_label(entry).plain
+    if isinstance(subject, UserItem):
+        return subject.text
+    if isinstance(subject, AssistantItem):
+        calls = " ".join(f"{call.name} {call.arguments}" for call in subject.tool_calls)
+        return f"{entry_label(entry).plain} {subject.reasoning} {subject.text} {calls}"
+    if isinstance(subject, ToolCallItem):
+        return f"{subject.name} {subject.arguments}"
+    if isinstance(subject, ToolResultItem):
+        return f"{entry_label(entry).plain} {subject.content}"
+    if isinstance(subject, ContextItem):
+        message = subject.message
+        names = (
+            " ".join([a.name for a in message.additions] + list(message.removals))
+            if isinstance(message, ToolRegistryUpdate)
+            else message.text
+        )
+        return f"{entry_label(entry).plain} {names}"
+    if isinstance(subject, SummaryItem):
+        return f"{entry_label(entry).plain} {subject.summary}"
+    if isinstance(subject, HeaderItem):
+        names = " ".join(definition.name for definition in subject.header.tools)
+        return f"{entry_label(entry).plain} {names}"
+    return entry_label(entry).plain
+
+
+DETAIL_LIMIT = 100_000
+"""Characters of JSON the detail pane highlights; a huge tool result is cut (the export has it)."""
+
+
+def detail_json(entry: Entry) -> str:
+    """The entry as the session view's JSON (the same shape `toolscope export --format json` writes),
+    with anything a terminal would act on escaped."""
+    subject = entry.subject
+    value: dict[str, Any]
+    if isinstance(subject, Turn):
+        value = {
+            "kind": "turn",
+            "number": subject.number,
+            "seq": subject.seq,
+            "end_seq": subject.end_seq,
+            "end_reason": subject.end_reason,
+        }
+    elif isinstance(subject, Step):
+        value = {
+            "kind": "step",
+            "turn": subject.turn,
+            "number": subject.number,
+            "seq": subject.seq,
+            "end_seq": subject.end_seq,
+        }
+    else:
+        value = item_json(subject)
+        if entry.request is not None:
+            value = {"request": entry.request.index, "header_seq": entry.request.header_seq, **value}
+    text = json_text(value, indent=2)
+    if len(text) > DETAIL_LIMIT:
+        text = text[:DETAIL_LIMIT] + "\n" + _("… cut here: {count} more characters").format(
+            count=len(text) - DETAIL_LIMIT
+        )
+    return text

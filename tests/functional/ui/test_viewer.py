@@ -1,0 +1,411 @@
+"""The Trajectory (`toolscope view`, and over the chat), driven by the pilot as a user would, on
+sessions the real agent wrote; plus the command's errors through the real console script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.session.view import (
+    AssistantItem,
+    ContextItem,
+    RequestErrorItem,
+    RetryItem,
+    SummaryItem,
+    ToolCallItem,
+    ToolResultItem,
+    Turn,
+    UserItem,
+)
+from app.ui.screens.viewer import KindsScreen, TrajectoryScreen, ViewerSessionPicker
+from app.ui.trajectory_source import SessionFileSource
+from app.ui.viewer_app import ViewerApp
+from app.ui.widgets import trajectory_list
+from app.ui.widgets.approval import ApprovalPrompt
+from app.ui.widgets.trajectory import Part, TrajectoryTree
+from app.ui.widgets.trajectory_detail import TrajectoryDetail
+from app.ui.widgets.trajectory_list import TrajectoryList
+from app.ui.widgets.trajectory_model import PRESETS, entry_label
+from benchmarks.sessions import write_large_session
+from tests.functional.test_export import HOSTILE, crafted_log
+from tests.functional.test_inspect import write_session
+from tests.functional.ui.chat_support import make_bench, send, settle, until
+from tests.functional.ui.viewer_support import SESSION_ID, TOOLSCOPE, trajectory_session
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+
+SIZE = (120, 34)
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    return trajectory_session(tmp_path / "home")
+
+
+async def opened(pilot) -> TrajectoryScreen:
+    await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen) and pilot.app.screen.loaded)
+    await pilot.pause()
+    return pilot.app.screen
+
+
+def tree_labels(tree: TrajectoryTree) -> list[str]:
+    """What the tree shows now, one line per visible node."""
+    return [line.node.label.plain for line in tree._tree_lines]
+
+
+async def search(pilot, text: str) -> None:
+    """Type `/`, the words and Enter as a user would; wait for the search (it runs in a thread)."""
+    await pilot.press("slash", *text, "enter")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def subject_of(screen: TrajectoryScreen):
+    entry = screen.current_entry
+    return entry.subject if entry is not None else None
+
+
+# --- the tree ------------------------------------------------------------------------------------
+
+
+async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        assert tree_labels(tree) == ["Turn 1", "Turn 2", "Turn 3", "Turn 4", "Turn 5", "Turn 6 · failed"]
+        # Lazy: only the top level exists until a turn is expanded.
+        assert all(not node.children for node in tree.root.children)
+        await pilot.press("down", "space")
+        await pilot.pause()
+        assert tree_labels(tree)[1:5] == ["Turn 2", "User: use calculate on 6*7", "Step 1", "Step 2"]
+        await pilot.press("down", "down", "space", "down")
+        await pilot.pause()
+        assert isinstance(subject_of(screen), ContextItem)
+        detail = screen.query_one(TrajectoryDetail)
+        await until(pilot, lambda: '"kind": "context"' in detail.content.plain)
+        assert '"name": "calculate"' in detail.content.plain
+        await pilot.press("down")
+        assert isinstance(subject_of(screen), AssistantItem)
+        assert screen.selected_request is not None and screen.selected_request.index == 2
+
+
+async def test_a_multi_tool_change_expands_to_its_names_added_and_removed_apart(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        swap = next(e for e in screen.model.entries if entry_label(e).plain == "ⓘ 1 tool added, 1 removed")
+        assert screen.go_to(swap)
+        tree = screen.query_one(TrajectoryTree)
+        assert tree.cursor_node.allow_expand and not tree.cursor_node.children
+        await pilot.press("space")
+        await pilot.pause()
+        names = [child.label.plain for child in tree.cursor_node.children]
+        assert names == ["+ lab__late", "− lab__echo"]
+        assert all(isinstance(child.data, Part) for child in tree.cursor_node.children)
+        single = next(e for e in screen.model.entries if entry_label(e).plain == "ⓘ Tool added: calculate")
+        screen.go_to(single)
+        assert not tree.cursor_node.allow_expand
+
+
+async def test_the_mouse_expands_and_selects(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        await pilot.click(TrajectoryTree, offset=(1, 2))  # the ▶ of Turn 3
+        await pilot.pause()
+        assert tree.root.children[2].is_expanded
+        await pilot.click(TrajectoryTree, offset=(8, 3))  # the row below it: its user message
+        await pilot.pause()
+        assert isinstance(subject_of(screen), UserItem)
+
+
+# --- search --------------------------------------------------------------------------------------
+
+
+async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        assert not any(node.is_expanded for node in tree.root.children)
+        await search(pilot, "overloaded")
+        # Only the failed provider said so: inside turn 6, which nobody expanded.
+        first = subject_of(screen)
+        assert isinstance(first, RequestErrorItem) and first.failure.message.endswith("The service is overloaded")
+        assert tree.root.children[5].is_expanded
+        assert "match 1 of" in str(screen.query_one("#viewer-title").render())
+        await pilot.press("n")
+        second = subject_of(screen)
+        assert second is not first and "overloaded" in str(second).lower()
+        await pilot.press("N")
+        assert subject_of(screen) is first
+        await search(pilot, "no such words")
+        assert "no match" in str(screen.query_one("#viewer-title").render())
+        assert subject_of(screen) is first
+
+
+async def test_a_tool_result_hit_opens_its_call(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await search(pilot, "swapped")
+        hit = subject_of(screen)
+        assert isinstance(hit, ToolResultItem) and hit.content == "swapped"
+        tree = screen.query_one(TrajectoryTree)
+        assert isinstance(tree.cursor_node.parent.data.subject, ToolCallItem)
+
+
+# --- filters and jumps ---------------------------------------------------------------------------
+
+
+async def test_the_presets_cycle_with_one_key_and_the_kinds_menu_toggles_one_kind(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("f")
+        assert screen.kinds == PRESETS[1].kinds
+        await pilot.press("v")
+        rows = screen.query_one(TrajectoryList).rows
+        assert rows and all(isinstance(row.subject, ContextItem) for row in rows)
+        await pilot.press("f", "f")
+        rows = screen.query_one(TrajectoryList).rows
+        assert {type(row.subject) for row in rows} == {RequestErrorItem, ToolResultItem, RetryItem}
+        await pilot.press("f", "f")
+        assert screen.kinds == PRESETS[0].kinds
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(pilot.app.screen, KindsScreen))
+        # The first kind is "Turn starts": Space takes it out; Escape applies.
+        await pilot.press("space", "escape")
+        await until(pilot, lambda: pilot.app.screen is screen)
+        assert screen.kinds == PRESETS[0].kinds - {"turn"}
+        assert "filter: custom" in str(screen.query_one("#viewer-title").render())
+        assert not any(isinstance(row.subject, Turn) for row in screen.query_one(TrajectoryList).rows)
+
+
+async def test_jumps_go_to_the_next_request_context_node_and_error(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("r")
+        assert screen.selected_request.index == 1
+        await pilot.press("r")
+        assert screen.selected_request.index == 2
+        await pilot.press("c")
+        context = subject_of(screen)
+        assert isinstance(context, ContextItem) and "ⓘ 2 tools added" == entry_label(screen.current_entry).plain
+        await pilot.press("C")
+        assert entry_label(screen.current_entry).plain == "ⓘ Tool added: calculate"
+        await pilot.press("e")
+        error = subject_of(screen)
+        assert isinstance(error, ToolResultItem) and error.is_error
+        await pilot.press("e")
+        failed = subject_of(screen)
+        assert isinstance(failed, RequestErrorItem)
+        await pilot.press("v", "e")  # the same jumps in the flat list
+        again = subject_of(screen)
+        assert screen.flat and isinstance(again, RequestErrorItem) and again.seq > failed.seq
+        await pilot.press("e")
+        assert subject_of(screen) is again  # nothing further: the cursor stays
+
+
+# --- the flat list -------------------------------------------------------------------------------
+
+
+async def test_the_flat_list_pages_and_draws_only_the_rows_on_screen(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "large.jsonl"
+    write_large_session(path, events=20_000)
+    drawn: list[int] = []
+    labels = trajectory_list.entry_label
+
+    def counting(entry):
+        drawn.append(entry.seq)
+        return labels(entry)
+
+    monkeypatch.setattr(trajectory_list, "entry_label", counting)
+    async with ViewerApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("v")
+        await pilot.pause()
+        flat = screen.query_one(TrajectoryList)
+        height = flat.scrollable_content_region.height
+        assert len(flat.rows) > 10_000
+        drawn.clear()
+        for _page in range(5):
+            await pilot.press("pagedown")
+        await pilot.pause()
+        assert flat.cursor == 5 * (height - 1)
+        assert flat.scroll_offset.y <= flat.cursor < flat.scroll_offset.y + height
+        await pilot.press("end")
+        await pilot.pause()
+        assert flat.cursor == len(flat.rows) - 1
+        await pilot.press("up", "home")
+        await pilot.pause()
+        assert flat.cursor == 0 and flat.scroll_offset.y == 0
+        # Paging through five screens and to both ends drew a few screens of rows, not the list.
+        assert len(drawn) < 20 * height
+
+
+async def test_the_flat_list_follows_the_cursor_across_modes(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("c", "c")
+        context = screen.current_entry
+        await pilot.press("v")
+        assert screen.flat and screen.current_entry is context
+        flat = screen.query_one(TrajectoryList)
+        flat.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.click(TrajectoryList, offset=(10, 3))
+        await pilot.pause()
+        assert subject_of(screen) is flat.rows[3].subject and isinstance(subject_of(screen), Turn)
+        await pilot.press("down", "v")
+        assert not screen.flat and isinstance(subject_of(screen), UserItem)
+
+
+# --- text from the session -----------------------------------------------------------------------
+
+
+async def test_hostile_text_is_shown_literally(tmp_path) -> None:
+    path = write_session(crafted_log(), tmp_path / "sessions")
+    async with ViewerApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("v")
+        labels = [entry_label(row).plain for row in screen.query_one(TrajectoryList).rows]
+        hostile = [label for label in labels if "[bold red]rich[/]" in label]
+        assert hostile and all("\x1b" not in label and "\u202e" not in label for label in labels)
+        screen.go_to(next(row for row in screen.query_one(TrajectoryList).rows if "[bold red]" in entry_label(row).plain))
+        await until(pilot, lambda: "[bold red]" in screen.query_one(TrajectoryDetail).content.plain)
+        detail = screen.query_one(TrajectoryDetail).content.plain
+        assert "[bold red]rich[/]" in detail and "\x1b" not in detail and "\\u202e" in detail
+        assert HOSTILE.split()[0] in detail
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def _toolscope(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("LC_ALL", "LC_MESSAGES", "LANG")}
+    env.update(TOOLSCOPE_HOME=str(home), LANG="C.UTF-8")
+    return subprocess.run([str(TOOLSCOPE), *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_an_unknown_session_or_a_file_that_is_no_session_is_one_line(tmp_path) -> None:
+    result = _toolscope(tmp_path, "view", "no-such-session")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "toolscope: error: no session no-such-session (neither a session id nor a file)\n"
+    other = tmp_path / "notes.jsonl"
+    other.write_text('{"hello": "world"}\n')
+    result = _toolscope(tmp_path, "view", str(other))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"toolscope: error: {other}:1: ") and "Traceback" not in result.stderr
+
+
+async def test_a_corrupt_event_is_reported_in_the_viewer_with_its_line(session) -> None:
+    lines = session.read_text().splitlines(keepends=True)
+    lines[5] = '{"type": "user/message", "seq": 5, "time": 1, "data": {}}\n'
+    session.write_text("".join(lines))
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = pilot.app.screen
+        await until(pilot, lambda: "Cannot open" in str(screen.query_one("#viewer-loading").render()))
+        assert f"{session}:6:" in str(screen.query_one("#viewer-loading").render())
+
+
+async def test_without_a_session_the_picker_opens_it_and_escape_comes_back(session) -> None:
+    from app.session.listing import list_sessions
+
+    summaries = list_sessions(session.parent)
+    async with ViewerApp(None, summaries).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+        await pilot.pause()
+        await pilot.press("enter")
+        screen = await opened(pilot)
+        assert screen.source.session_id == SESSION_ID
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+
+
+# --- live, over the chat -------------------------------------------------------------------------
+
+
+async def test_the_trajectory_over_the_chat_follows_a_turn_as_it_runs(tmp_path, monkeypatch) -> None:
+    bench = make_bench(tmp_path, monkeypatch)
+    app = bench.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        await pilot.press("ctrl+l")
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        turn_one = tree.root.children[0]
+        turn_one.expand()
+        await pilot.pause()
+        assert tree_labels(tree)[:2] == ["Turn 1", "User: hello"]
+        # A turn that stops half-way: write_file waits for the user's approval.
+        prompt = 'use write_file with {"path": "notes.md", "content": "hi"}'
+        from app.ui.messages import PromptSubmitted
+
+        app.post_message(PromptSubmitted(prompt))
+        await until(
+            pilot,
+            lambda: any(isinstance(e.subject, AssistantItem) and e.subject.tool_calls for e in screen.model.entries),
+        )
+        await until(pilot, lambda: len(tree.root.children) == 2)
+        assert tree.root.children[0] is turn_one and turn_one.is_expanded  # appended, not rebuilt
+        assert app.turn_running
+        await until(pilot, lambda: bool(app.chat.query(ApprovalPrompt)))
+        app.chat.query_one(ApprovalPrompt).action_answer("deny")
+        await until(pilot, lambda: not app.turn_running)
+        await settle(pilot)
+        turn_two = tree.root.children[1]
+        assert tree.root.children[0] is turn_one
+        turn_two.expand()
+        await pilot.pause()
+        step = turn_two.children[-1]
+        step.expand()
+        await pilot.pause()
+        results = [e for e in screen.model.entries if isinstance(e.subject, ToolResultItem)]
+        assert results and results[-1].subject.error.code == "APPROVAL_DENIED"
+        await pilot.press("escape")
+        await until(pilot, lambda: pilot.app.screen is app.chat)
+
+
+async def test_the_palette_opens_it_and_a_compaction_and_its_new_sequence_appear_live(tmp_path, monkeypatch) -> None:
+    from app.ui.messages import PromptSubmitted
+    from tests.functional.ui.chat_support import type_text
+
+    bench = make_bench(tmp_path, monkeypatch)
+    app = bench.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        await pilot.press("ctrl+p")
+        await type_text(pilot, "Trajectory")
+        await pilot.press("enter")
+        screen = await opened(pilot)
+        app.action_compact()
+        await until(pilot, lambda: any(isinstance(e.subject, SummaryItem) for e in screen.model.entries))
+        await until(pilot, lambda: not app.turn_running)
+        app.post_message(PromptSubmitted("thanks"))
+        await until(pilot, lambda: any("sequence" in e.kinds for e in screen.model.entries))
+        await until(pilot, lambda: not app.turn_running)
+        await settle(pilot)
+        await pilot.press("v")
+        labels = [entry_label(row).plain for row in screen.query_one(TrajectoryList).rows]
+        assert any(label.startswith("Compaction (sequence 1): ") for label in labels)
+        assert any(label.startswith("═ New projection sequence 1 · offline/demo") for label in labels)
+        assert labels.index(next(l for l in labels if l.startswith("Compaction"))) < labels.index(
+            next(l for l in labels if l.startswith("═ New projection"))
+        )
+
+
+async def test_a_file_chosen_in_the_picker_that_turns_out_unreadable_is_reported_and_escape_goes_back(tmp_path) -> None:
+    from app.session.listing import list_sessions
+
+    path = trajectory_session(tmp_path / "home")
+    summaries = list_sessions(path.parent)
+    path.write_text('{"not": "a session"}\n')
+    async with ViewerApp(None, summaries).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen))
+        screen = pilot.app.screen
+        await until(pilot, lambda: "Cannot open the session" in str(screen.query_one("#viewer-loading").render()))
+        assert f"{path}:1:" in str(screen.query_one("#viewer-loading").render())
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))

@@ -1,0 +1,136 @@
+"""Pictures of `toolscope view` (pytest-textual-snapshot), driven by the pilot as a user would, on a
+session the real agent wrote (`viewer_support`): fixed size, fixed ids, times and paths."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.session.listing import list_sessions
+from app.ui.screens.viewer import TrajectoryScreen
+from app.ui.trajectory_source import SessionFileSource
+from app.ui.viewer_app import ViewerApp
+from app.ui.widgets.trajectory import TrajectoryTree
+from app.ui.widgets.trajectory_detail import TrajectoryDetail
+from app.ui.widgets.trajectory_model import entry_label
+from tests.functional.ui.chat_support import until
+from tests.functional.ui.viewer_support import trajectory_session
+
+pytestmark = pytest.mark.timeout(180)
+
+SIZE = (120, 34)
+FIXED_HOME = Path("/tmp/toolscope-view-snapshots")
+"""A fixed data dir: the picker's detail line shows the session's path."""
+
+
+@pytest.fixture
+def session(monkeypatch) -> Iterator[Path]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    import shutil
+
+    shutil.rmtree(FIXED_HOME, ignore_errors=True)
+    monkeypatch.setenv("TOOLSCOPE_HOME", str(FIXED_HOME))
+    yield trajectory_session(FIXED_HOME)
+    shutil.rmtree(FIXED_HOME, ignore_errors=True)
+    monkeypatch.undo()
+    time.tzset()
+
+
+async def detail_settled(pilot) -> None:
+    """The JSON pane shows the cursor's event (it follows the cursor once it rests)."""
+    screen = pilot.app.screen
+    detail = screen.query_one(TrajectoryDetail)
+    await until(pilot, lambda: f'"seq": {screen.current_entry.seq},' in detail.content.plain)
+    await pilot.pause()
+
+
+def viewer(path: Path) -> ViewerApp:
+    return ViewerApp(SessionFileSource.open(path))
+
+
+async def loaded(pilot) -> TrajectoryScreen:
+    await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen) and pilot.app.screen.loaded)
+    await pilot.pause()
+    return pilot.app.screen
+
+
+async def expand_turns(pilot, *numbers: int) -> None:
+    tree = pilot.app.screen.query_one(TrajectoryTree)
+    for node in list(tree.root.children):
+        if node.data.subject.number in numbers:
+            node.expand()
+    await pilot.pause()
+
+
+def test_the_session_picker_in_view_mode(session, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await pilot.pause()
+
+    assert snap_compare(ViewerApp(None, list_sessions()), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("expanded", [False, True], ids=["collapsed", "expanded"])
+def test_single_and_multi_tool_context_nodes(session, snap_compare, expanded) -> None:
+    async def run_before(pilot) -> None:
+        screen = await loaded(pilot)
+        await expand_turns(pilot, 2, 3)
+        single, multi = (
+            next(entry for entry in screen.model.entries if label in entry_label(entry).plain)
+            for label in ("Tool added: calculate", "2 tools added")
+        )
+        screen.go_to(single)
+        screen.go_to(multi)
+        if expanded:
+            await pilot.press("space")
+        await detail_settled(pilot)
+
+    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+
+
+def test_search_reveals_a_hit_inside_an_unexpanded_turn(session, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("slash", *"nope", "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.press("n")
+        await detail_settled(pilot)
+
+    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_tool_changes_only_preset(session, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("f")
+        tree = pilot.app.screen.query_one(TrajectoryTree)
+        for node in list(tree.root.children):
+            tree.load_all(node)
+            node.expand_all()
+        await pilot.pause()
+        await pilot.press("c", "c")
+        await detail_settled(pilot)
+
+    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_flat_list(session, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("v", "e")
+        await detail_settled(pilot)
+
+    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_trajectory_in_chinese(session, chinese, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        await expand_turns(pilot, 3, 6)
+        await pilot.press("e")
+        await detail_settled(pilot)
+
+    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)

@@ -1,0 +1,125 @@
+"""A session for the Trajectory tests, written by the real agent through `toolscope run`:
+the offline model, plugins switched between turns (one tool added; two added; three removed),
+a real MCP server that swaps its tools during a call, a failing tool call, and a provider on a
+loopback socket that always answers 503 (a request error, a retry, another error).
+
+It is built once per test process (`toolscope run` six times costs seconds) and copied per test,
+with ids, times and paths made fixed for the pictures.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.functional.e2e.harness import KEY, KEY_ENV, TOOLS_SERVER, RouteSpec, route_table
+
+TOOLSCOPE = Path(sys.executable).parent / "toolscope"
+SESSION_ID = "trajectory-demo"
+FAILING_ROUTE = "loop/unavailable"
+CREATED_AT = 1_764_590_400_000  # 2025-12-01 12:00 UTC
+LAST_ACTIVE_NS = 1_764_594_000 * 10**9  # an hour later
+
+
+class _Unavailable(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (the http.server name)
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = json.dumps({"error": {"message": "The service is overloaded", "type": "server_error"}}).encode()
+        self.send_response(503)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def unavailable_provider() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _config(root: Path, name: str, *, plugins: list[str] = (), mcp: bool = False, base_url: str = "") -> Path:  # type: ignore[assignment]
+    lines = ["[plugins]", f"enabled = {json.dumps(list(plugins))}", ""]
+    if mcp:
+        lines += ["[mcp.servers.lab]", f"command = {json.dumps(sys.executable)}", f"args = {json.dumps([str(TOOLS_SERVER)])}", ""]
+    if base_url:
+        table: dict[str, Any] = route_table(base_url, RouteSpec(FAILING_ROUTE)) | {"max_retries": 1, "retry_base_delay": 0.01}
+        lines += ["[[routes]]", *(f"{key} = {json.dumps(value)}" for key, value in table.items()), ""]
+    path = root / f"{name}.toml"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _run(home: Path, workspace: Path, config: Path, prompt: str, *more: str) -> None:
+    env = {key: value for key, value in os.environ.items() if key not in ("LC_ALL", "LC_MESSAGES", "LANG")}
+    env.update(TOOLSCOPE_HOME=str(home), TOOLSCOPE_CONFIG=str(config), LANG="C.UTF-8", TOOLSCOPE_OFFLINE_DELAY="0")
+    env[KEY_ENV] = KEY
+    subprocess.run(
+        [str(TOOLSCOPE), "run", *more, prompt], cwd=workspace, env=env, capture_output=True, timeout=120, check=False
+    )
+
+
+@functools.cache
+def _built() -> str:
+    root = Path(tempfile.mkdtemp(prefix="toolscope-trajectory-"))
+    atexit.register(shutil.rmtree, root, True)
+    home, workspace = root / "home", root / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "README.md").write_text("# Demo project\n", encoding="utf-8")
+    plain = _config(root, "plain")
+    _run(home, workspace, plain, "hello")
+    (path,) = (home / "sessions").glob("*.jsonl")
+    session = ["--session", str(path)]
+    _run(home, workspace, _config(root, "one", plugins=["calculator"]), "use calculate on 6*7", *session)
+    two = _config(root, "two", plugins=["calculator", "clock"])
+    _run(home, workspace, two, "use read_file on README.md and then use read_file on nope.md", *session)
+    _run(home, workspace, _config(root, "lab", mcp=True), "use lab__swap_tools", *session)
+    _run(home, workspace, plain, "thanks", *session)
+    with unavailable_provider() as base_url:
+        failing = _config(root, "failing", base_url=base_url)
+        _run(home, workspace, failing, "are you there?", "--route", FAILING_ROUTE, *session)
+    return _normalized(path.read_text(encoding="utf-8"), workspace)
+
+
+def _normalized(log: str, workspace: Path) -> str:
+    """The log with what differs between runs made fixed (the id, the creation time, the
+    workspace path, message ids), so pictures of it are the same every time."""
+    log = log.replace(str(workspace), "/home/me/project")
+    counter = iter(range(1, 1000))
+    log = re.sub(r'"([ud])-[0-9a-f]{12}"', lambda match: f'"{match.group(1)}-{next(counter):012d}"', log)
+    first, rest = log.split("\n", 1)
+    header = json.loads(first)
+    header.update(id=SESSION_ID, createdAt=CREATED_AT)
+    return json.dumps(header, separators=(",", ":")) + "\n" + rest
+
+
+def trajectory_session(home: Path) -> Path:
+    """A fresh copy of the built session in `home`'s sessions dir, as `trajectory-demo.jsonl`."""
+    target = home / "sessions" / f"{SESSION_ID}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_built(), encoding="utf-8")
+    target.chmod(0o600)
+    os.utime(target, ns=(LAST_ACTIVE_NS, LAST_ACTIVE_NS))
+    return target
