@@ -673,16 +673,18 @@ def _add_view(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentP
 
 def _view(options: argparse.Namespace, config: Config | None) -> int:
     """A bad id or file fails here, in one line, before the interface starts."""
+    from app.agent.runtime import catalog_from
     from app.inspect_report import resolve_session, warn_if_torn
     from app.session.listing import list_sessions
     from app.ui.trajectory_source import SessionFileSource
     from app.ui.viewer_app import run_viewer
 
+    catalog = catalog_from(config)
     if options.session is None:
-        return run_viewer(None, list_sessions())
+        return run_viewer(None, list_sessions(), catalog)
     source = SessionFileSource.open(resolve_session(options.session))
     warn_if_torn(source.session)
-    return run_viewer(source)
+    return run_viewer(source, catalog=catalog)
 
 
 def _add_export(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from app.i18n import N_
+from app.llm.routes import RouteCatalog
 from app.session.listing import SessionSummary
 from app.ui import keymap
 from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
@@ -23,9 +24,20 @@ class ViewerApp(App[None]):
     TITLE = "toolscope view"
     BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]
 
-    def __init__(self, source: TrajectorySource | None = None, sessions: list[SessionSummary] | None = None) -> None:
-        """With a `source`, its trajectory; otherwise the picker over `sessions` first."""
+    def __init__(
+        self,
+        source: TrajectorySource | None = None,
+        sessions: list[SessionSummary] | None = None,
+        catalog: RouteCatalog | None = None,
+    ) -> None:
+        """With a `source`, its trajectory; otherwise the picker over `sessions` first. `catalog`
+        holds the routes the inspector compares (default: the built-in routes)."""
         super().__init__()
+        if catalog is None:
+            from app.agent.runtime import catalog_from
+
+            catalog = catalog_from(None)
+        self.catalog = catalog
         self._source = source
         self._sessions = sessions or []
 
@@ -46,6 +58,10 @@ class ViewerApp(App[None]):
         self.push_screen(TrajectoryScreen(SessionFileSource(Path(path))), lambda _result: self._pick())
 
 
-def run_viewer(source: TrajectorySource | None, sessions: list[SessionSummary] | None = None) -> int:
-    ViewerApp(source, sessions).run()
+def run_viewer(
+    source: TrajectorySource | None,
+    sessions: list[SessionSummary] | None = None,
+    catalog: RouteCatalog | None = None,
+) -> int:
+    ViewerApp(source, sessions, catalog).run()
     return 0

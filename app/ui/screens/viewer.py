@@ -31,6 +31,7 @@ from app.session.view import ModelRequest, SessionView
 from app.terminal import printable_line
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
+from app.ui.screens.inspector import InspectorScreen
 from app.ui.screens.modal import ClosableModal
 from app.ui.screens.session_picker import SessionPickerScreen
 from app.ui.text import literal
@@ -62,6 +63,7 @@ class TrajectoryScreen(Screen[None]):
         Binding(keymap.VIEWER_NEXT_ERROR, "jump('error', 1)", N_("Error")),
         Binding(keymap.VIEWER_PREVIOUS_ERROR, "jump('error', -1)", N_("Previous error"), show=False),
         Binding(keymap.VIEWER_DETAIL, "toggle_detail", N_("Detail")),
+        Binding(keymap.VIEWER_INSPECT, "inspect", N_("Inspect")),
     ]
 
     @dataclass
@@ -230,6 +232,17 @@ class TrajectoryScreen(Screen[None]):
     def action_toggle_detail(self) -> None:
         detail = self.query_one(TrajectoryDetail)
         detail.display = not detail.display
+
+    def action_inspect(self) -> None:
+        """The inspector on the request under the cursor (the latest when the cursor is on none);
+        over the chat it follows the session as it is logged, as the chat's own inspector does."""
+        if not self.loaded:
+            return
+        request = self.selected_request
+        source = self.source.load if self.source.live else (lambda: self.model.view)
+        self.app.push_screen(
+            InspectorScreen(request=request.index if request is not None else None, follow_latest=False, source=source)
+        )
 
     def action_next_preset(self) -> None:
         names = [preset.kinds for preset in PRESETS]

@@ -20,6 +20,7 @@ from app.session.view import (
     Turn,
     UserItem,
 )
+from app.ui.screens.inspector import InspectorScreen
 from app.ui.screens.viewer import KindsScreen, TrajectoryScreen, ViewerSessionPicker
 from app.ui.trajectory_source import SessionFileSource
 from app.ui.viewer_app import ViewerApp
@@ -204,6 +205,26 @@ async def test_jumps_go_to_the_next_request_context_node_and_error(session) -> N
         assert screen.flat and isinstance(again, RequestErrorItem) and again.seq > failed.seq
         await pilot.press("e")
         assert subject_of(screen) is again  # nothing further: the cursor stays
+
+
+async def test_i_inspects_the_request_under_the_cursor_and_escape_comes_back(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=(160, 45)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("r", "r", "r")
+        chosen = screen.selected_request
+        assert chosen is not None and chosen.index == 3
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(pilot.app.screen, InspectorScreen))
+        inspector = pilot.app.screen
+        await until(pilot, lambda: inspector.report is not None)
+        # The report of that request, for every route of the catalog, not the latest request.
+        assert inspector.report.request.index == 3 and not inspector.following
+        assert {route.route.id for route in inspector.report.routes} == {route.id for route in pilot.app.catalog}
+        await pilot.press("n")
+        assert inspector.report.request.index == 4
+        await pilot.press("escape")
+        await until(pilot, lambda: pilot.app.screen is screen)
+        assert screen.selected_request.index == 3
 
 
 # --- the flat list -------------------------------------------------------------------------------
