@@ -75,11 +75,15 @@ def _run(args: list[str]) -> int:
     parser = _build_parser()
     options = parser.parse_args(args)
     handler: Handler | None = getattr(options, "handler", None)
+    chat_options = (options.chat_route, options.chat_session, options.chat_continue_)
     if handler is None:
-        # No command: the chat, on the default route and a new session.
-        options.route = options.session = None
-        options.continue_ = False
+        # No command: the chat, with the route and session options given without its name.
+        options.route, options.session, options.continue_ = chat_options
         handler = _chat
+    elif any(chat_options):
+        from app.i18n import _
+
+        parser.error(_("--route, --session and -c go after the command's name (or without a command, for the chat)"))
     try:
         return handler(options, config)
     except SessionError as error:
@@ -168,6 +172,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help=_("print the version and exit"),
     )
     _add_global_options(parser, default=None)
+    # `toolscope -c` is `toolscope chat -c`: the chat's options work without the command's name.
+    _add_route_and_session(parser, dest_prefix="chat_")
     subparsers = parser.add_subparsers(title=_("commands"), metavar="COMMAND")
     for add_command in COMMANDS:
         add_command(subparsers, shared)
@@ -247,19 +253,25 @@ def _command_parser(
     )
 
 
-def _add_route_and_session(parser: argparse.ArgumentParser) -> None:
-    """`--route R` and `--session ID|FILE | -c`, the same for `run` and `chat`."""
+def _add_route_and_session(parser: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
+    """`--route R` and `--session ID|FILE | -c`, the same for `run` and `chat` (and for the chat
+    without its command's name, under prefixed names so a command's own values never mix with them)."""
     from app.i18n import _
 
-    parser.add_argument("--route", metavar="R", help=_("the route to use (default: from the config)"))
+    parser.add_argument(
+        "--route", metavar="R", dest=dest_prefix + "route", help=_("the route to use (default: from the config)")
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
-        "--session", metavar="ID|FILE", help=_("continue this session instead of starting one")
+        "--session",
+        metavar="ID|FILE",
+        dest=dest_prefix + "session",
+        help=_("continue this session instead of starting one"),
     )
     which.add_argument(
         "-c",
         "--continue",
-        dest="continue_",
+        dest=dest_prefix + "continue_",
         action="store_true",
         help=_("continue the session written to last"),
     )
@@ -626,7 +638,6 @@ def _chat(options: argparse.Namespace, config: Config | None) -> int:
     """Resolve the route and the session first, so a bad one is a one-line error, not a dead app."""
     from app.agent.runtime import catalog_from, default_route_id, latest_session
     from app.llm.routes import RouteConfigError
-    from app.session.store import SessionStore
 
     try:
         catalog = catalog_from(config)
@@ -634,12 +645,13 @@ def _chat(options: argparse.Namespace, config: Config | None) -> int:
         catalog.get(route_id)
     except RouteConfigError as error:
         return _fail(str(error), EXIT_USAGE)
-    store = SessionStore()
     session_path = None
-    if options.session:
-        session_path = store.resolve(options.session)
-    elif options.continue_:
-        session_path = store.resolve(latest_session(store))
+    if options.session or options.continue_:
+        # Only then: the chat's first frame does not wait for the session store's import.
+        from app.session.store import SessionStore
+
+        store = SessionStore()
+        session_path = store.resolve(options.session or latest_session(store))
 
     from app.ui.app import ChatOptions, run_chat
 

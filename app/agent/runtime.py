@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.agent.loop import CompactionSettings
-from app.config import Config, Tools
 from app.i18n import _
-from app.llm.http import unusable_key
 from app.llm.routes import Route, RouteCatalog, RouteConfigError, load_catalog
 from app.session.errors import SessionError
-from app.session.store import SessionStore, SessionWriter
-from app.tools.builtins import CommandSettings, Workspace, builtin_tools
-from app.tools.plugins import available_plugins
-from app.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    # Imported where used: the chat resolves its route with this module before its first frame,
+    # which must not wait for the agent loop, httpx, the tool registry or the session store.
+    from app.agent.loop import CompactionSettings
+    from app.config import Config
+    from app.session.store import SessionStore, SessionWriter
+    from app.tools.registry import ToolRegistry
 
 OFFLINE_ROUTE = "offline/demo"
 KEYED_DEFAULT_ROUTE = "deepseek/deepseek-flash"
@@ -62,6 +64,8 @@ def missing_key(route: Route) -> str | None:
     """Why `route` cannot be used for lack of a usable API key (naming the variable), or None.
 
     Asked before a session is created, so a missing key leaves nothing behind."""
+    from app.llm.http import unusable_key
+
     if route.api_key_env is None:
         return None
     unusable = unusable_key(route.api_key_env, os.environ.get(route.api_key_env, "").strip())
@@ -69,6 +73,11 @@ def missing_key(route: Route) -> str | None:
 
 
 def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
+    from app.config import Tools
+    from app.tools.builtins import CommandSettings, Workspace, builtin_tools
+    from app.tools.plugins import available_plugins
+    from app.tools.registry import ToolRegistry
+
     servers = config.mcp.servers if config is not None else {}
     if servers:
         # The MCP SDK costs about half a second to import: only when a server is configured.
@@ -101,6 +110,8 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
 
 def compaction_settings(config: Config | None) -> CompactionSettings:
     """`[compaction] auto`, `share` from the config."""
+    from app.agent.loop import CompactionSettings
+
     if config is None:
         return CompactionSettings()
     return CompactionSettings(auto=config.compaction.auto, share=config.compaction.share)

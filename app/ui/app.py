@@ -9,10 +9,11 @@ worker that Escape cancels (the loop then closes the log exactly as `run` does o
 from __future__ import annotations
 
 import asyncio
+import sys
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -20,25 +21,27 @@ from textual.signal import Signal
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from app import i18n
-from app.agent.loop import Agent
-from app.agent.runtime import build_registry, compaction_settings, system_prompt
-from app.config import Config
 from app.i18n import N_, _
-from app.llm.routes import RouteCatalog
 from app.session.errors import SessionError, SessionLockedError
-from app.session.events import Envelope
-from app.session.session import Session
-from app.session.store import SessionStore, SessionWriter
-from app.session.view import SessionView
-from app.tools.registry import SourceProblem, ToolRegistry
 from app.ui import keymap, slash
-from app.ui.bridge import ChatApprover, ChatListener
 from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS
 from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
 from app.ui.screens.chat import ChatScreen
-from app.ui.screens.inspector import InspectorScreen
+
+if TYPE_CHECKING:
+    # The agent, the LLM adapters (httpx), the tool registry (jsonschema, MCP) and the session
+    # store are imported by the code that needs them, after the first frame is painted.
+    from app.agent.loop import Agent
+    from app.config import Config
+    from app.llm.routes import RouteCatalog
+    from app.session.events import Envelope
+    from app.session.session import Session
+    from app.session.store import SessionWriter
+    from app.session.view import SessionView
+    from app.tools.registry import SourceProblem, ToolRegistry
+    from app.ui.bridge import ChatApprover, ChatListener
 
 
 @dataclass
@@ -77,9 +80,7 @@ class ToolscopeApp(App[None]):
         self.read_only: Session | None = None
         self.agent: Agent | None = None
         self._chat = ChatScreen()
-        # The agent's messages go to the chat screen, which renders them.
-        self.listener = ChatListener(self._chat)
-        self.approver = ChatApprover(self._chat)
+        self._bridge: tuple[ChatListener, ChatApprover] | None = None
         self._turn: Worker[None] | None = None
         self._tools_ready = asyncio.Event()
         self._new_sequence_pending = False
@@ -107,6 +108,8 @@ class ToolscopeApp(App[None]):
             self.run_worker(self._open_session(self.options.session_path), name="session", group="startup")
 
     async def _start_tools(self) -> None:
+        from app.agent.runtime import build_registry
+
         registry = build_registry(self.options.config, self.options.cwd)
         for problem in registry.problems():
             self._notify_problem(problem)
@@ -125,6 +128,9 @@ class ToolscopeApp(App[None]):
 
     async def _open_session(self, path: Path) -> None:
         """Resume `path` (reduced in a thread); a session another process writes opens read-only."""
+        from app.session.session import Session
+        from app.session.store import SessionStore
+
         try:
             writer = await asyncio.to_thread(SessionStore().open_writer, path)
         except SessionLockedError as error:
@@ -212,20 +218,35 @@ class ToolscopeApp(App[None]):
         if result.failure is not None:
             self.notify(result.failure.message, title=result.failure.code, severity="error", timeout=8)
 
+    @property
+    def bridge(self) -> tuple[ChatListener, ChatApprover]:
+        """How the agent reaches the chat screen: its listener and approver (one approver for the
+        app's life, so "allow for this session" outlives a resumed session's new agent)."""
+        if self._bridge is None:
+            from app.ui.bridge import ChatApprover, ChatListener
+
+            self._bridge = ChatListener(self._chat), ChatApprover(self._chat)
+        return self._bridge
+
     async def _ensure_agent(self) -> Agent:
         if self.agent is None:
+            from app.agent.loop import Agent
+            from app.agent.runtime import compaction_settings, system_prompt
+            from app.session.store import SessionStore
+
             if self.writer is None:
                 # A new chat's log is created with its first prompt, so opening and quitting leaves nothing.
                 self.writer = await asyncio.to_thread(SessionStore().create, self.options.cwd)
             assert self.registry is not None
+            listener, approver = self.bridge
             self.agent = Agent(
                 self.writer,
                 self.registry,
                 self.catalog,
                 self.route.id,
-                approver=self.approver,
+                approver=approver,
                 system=system_prompt(self.options.cwd),
-                listener=self.listener,
+                listener=listener,
                 compaction=compaction_settings(self.options.config),
                 **self.options.agent_options,
             )
@@ -290,11 +311,16 @@ class ToolscopeApp(App[None]):
 
     def action_inspect(self) -> None:
         """The inspector on the latest request, following the session as it is logged."""
+        from app.ui.screens.inspector import InspectorScreen
+
         self.push_screen(InspectorScreen(follow_latest=True))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """On the inspector, its own key does not open another one (nor shows in the footer)."""
-        if action == "inspect" and isinstance(self.screen, InspectorScreen):
+        # Asked without importing the inspector (the request reports, httpx): until it was
+        # imported, no screen is one.
+        inspector = sys.modules.get("app.ui.screens.inspector")
+        if action == "inspect" and inspector is not None and isinstance(self.screen, inspector.InspectorScreen):
             return False
         return True
 
@@ -377,7 +403,7 @@ class ToolscopeApp(App[None]):
             if path:
                 self.run_worker(self.resume(Path(path)), group="session", exclusive=True)
 
-        self.push_screen(SessionPickerScreen(list_sessions()), chosen)
+        self.push_screen(SessionPickerScreen(list_sessions), chosen)
 
     async def resume(self, path: Path) -> None:
         """Leave the current session (after any running turn ends) and open `path`."""

@@ -14,11 +14,7 @@ from app.agent.loop import AgentListener
 from app.llm.stream import StreamEvent
 from app.session.events import Envelope
 from app.tools.approval import ApprovalRequest
-from app.ui.messages import ApprovalAsked, EventAppended, StreamPiece
-
-ALLOW_ONCE = "once"
-ALLOW_SESSION = "session"
-DENY = "deny"
+from app.ui.messages import ALLOW_ONCE, ALLOW_SESSION, ApprovalAsked, EventAppended, StreamPiece
 
 
 class ChatListener(AgentListener):

@@ -6,7 +6,7 @@ session, and knows what to do with the result):
 - `app.action_open_tools()` — push `ToolsScreen(registry)`;
 - `app.action_pick_route()` — push `RoutePickerScreen(catalog, current)` and switch to the chosen
   route;
-- `app.action_pick_session()` — push `SessionPickerScreen(list_sessions())` and resume the chosen
+- `app.action_pick_session()` — push `SessionPickerScreen(list_sessions)` (read in a thread) and resume the chosen
   session;
 - `app.action_export(fmt)` — export the session as `md`, `html` or `json` (`EXPORT_COMMANDS`);
 - `app.action_open_trajectory()` — push the `TrajectoryScreen` on the live session.

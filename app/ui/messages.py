@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
-from app.llm.stream import StreamEvent
-from app.session.events import Envelope
-from app.tools.approval import ApprovalRequest
-from app.tools.registry import SourceProblem
+if TYPE_CHECKING:  # annotations only: the chat's first frame does not wait for the tool registry
+    from app.llm.stream import StreamEvent
+    from app.session.events import Envelope
+    from app.tools.approval import ApprovalRequest
+    from app.tools.registry import SourceProblem
 
 
 @dataclass
@@ -27,9 +30,15 @@ class StreamPiece(Message):
     event: StreamEvent
 
 
+ALLOW_ONCE = "once"
+ALLOW_SESSION = "session"
+DENY = "deny"
+
+
 @dataclass
 class ApprovalAsked(Message):
-    """A tool waits for the user; set the future's result to the decision."""
+    """A tool waits for the user; set the future's result to the decision (`ALLOW_ONCE`,
+    `ALLOW_SESSION` or `DENY`)."""
 
     request: ApprovalRequest
     decision: asyncio.Future[str]

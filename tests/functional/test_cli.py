@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
 
 from app import __version__
 from app.session.listing import CACHE_VERSION
-from tests.support.terminal import drain
+from tests.support.terminal import READ_LIMIT, drain
 from app.session.events import (
     SessionHeader,
     TurnStartData,
@@ -114,6 +118,49 @@ def test_chat_with_an_unknown_route_or_session_fails_in_one_line_before_the_inte
     assert session.returncode == 1 and "no session" in session.stderr and "Traceback" not in session.stderr
     latest = toolscope(home, "chat", "-c")
     assert latest.returncode == 1 and "no session to continue" in latest.stderr
+
+
+def _chat_on_a_terminal(home: Path, *args: str, shows: str) -> tuple[int, str]:
+    """The chat in a real pseudo-terminal until `shows` is on the screen; then Ctrl+Q."""
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    process = subprocess.Popen(
+        [str(TOOLSCOPE), *args], stdin=terminal, stdout=terminal, stderr=terminal, env=_environment(home, TERM="xterm-256color")
+    )
+    os.close(terminal)
+    shown = b""
+    try:
+        while shows.encode() not in shown and select.select([controller], [], [], READ_LIMIT)[0]:
+            try:
+                shown += os.read(controller, 65536)
+            except OSError:  # EIO: the chat is gone
+                break
+        os.write(controller, b"\x11")
+        shown += drain(controller)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.wait(timeout=60), shown.decode(errors="replace")
+
+
+def test_dash_c_without_the_chat_word_resumes_the_latest_session(home: Path) -> None:
+    write_session(home, "20260101-000000-aaaaaa", minute=0, user_texts=("older-session-question",))
+    write_session(home, "20260101-000100-bbbbbb", minute=1, user_texts=("latest-session-question",))
+    code, shown = _chat_on_a_terminal(home, "-c", shows="latest-session-question")
+    assert code == 0 and "latest-session-question" in shown and "older-session-question" not in shown
+    code, shown = _chat_on_a_terminal(
+        home, "--route", "openai/gpt", "--session", "20260101-000000-aaaaaa", shows="older-session-question"
+    )
+    assert code == 0 and "older-session-question" in shown and "OpenAI GPT" in shown
+
+
+def test_chat_options_before_another_command_are_a_usage_error(home: Path) -> None:
+    for args in (("--route", "offline/demo", "run", "hi"), ("-c", "sessions")):
+        result = toolscope(home, *args)
+        assert result.returncode == 2 and "go after the command's name" in result.stderr
+        assert "Traceback" not in result.stderr
+    missing = toolscope(home, "-c")
+    assert missing.returncode == 1 and "no session to continue" in missing.stderr
 
 
 def test_unknown_option_is_a_usage_error(home: Path) -> None:

@@ -86,3 +86,30 @@ def test_version_imports_nothing_heavy(command: list[str]) -> None:
         name for name in imported if any(name == root or name.startswith(root + ".") for root in HEAVY_FOR_VERSION)
     )
     assert heavy == [], f"`toolscope --version` imported {heavy}"
+
+
+CHAT_FIRST_FRAME = textwrap.dedent(
+    """
+    import json, sys
+
+    from app.agent.runtime import catalog_from, default_route_id
+    from app.ui.app import ChatOptions, ToolscopeApp
+
+    print(json.dumps(sorted(sys.modules)))
+    """
+)
+NOT_BEFORE_THE_FIRST_FRAME = (
+    "app.agent.loop", "app.llm.dispatch", "httpx", "jsonschema", "mcp", "app.tools.registry",
+    "app.session.store", "app.config", "markdown_it",
+)  # fmt: skip
+
+
+def test_the_chat_imports_the_agent_tools_and_http_only_after_its_first_frame() -> None:
+    """What `toolscope chat` imports to build its app: the agent loop, the LLM adapters (httpx),
+    the tool registry (jsonschema, MCP), the session store and Markdown (markdown-it) wait until
+    the screen is up."""
+    result = subprocess.run([sys.executable, "-c", CHAT_FIRST_FRAME], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    imported = set(json.loads(result.stdout))
+    assert "textual.app" in imported
+    assert sorted(imported & set(NOT_BEFORE_THE_FIRST_FRAME)) == []

@@ -24,6 +24,9 @@ _TOOL_REQUEST = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SUMMARY_LINES = 8
+_WORD = re.compile(r"[\w./*~-]+")
+"""A run of characters names and paths are made of (`__pycache__`, `src/*.py`, `read_file`)."""
+_CODE_SPAN = re.compile(r"(`+).*?\1", re.DOTALL)
 
 
 class OfflineRequestError(ValueError):
@@ -136,15 +139,15 @@ def _answer_user(text: str, tools: _Tools, position: int, prompt_text: str) -> R
         arguments = _arguments_for(tools.declared[name], (match.group("argument") or "").strip())
         calls.append(PlannedCall(call_id=f"call_{position}_{len(calls) + 1}", name=name, arguments=arguments))
     if calls:
-        names = ", ".join(f"`{call.name}`" for call in calls)
-        note = "".join(f"I cannot call `{name}`: it is not among my tools.\n\n" for name in missing)
+        names = ", ".join(code(call.name) for call in calls)
+        note = "".join(f"I cannot call {code(name)}: it is not among my tools.\n\n" for name in missing)
         return Reply(
             reasoning=f"The user asked for {names}; it is available, so I call it.",
             text=note,
             calls=tuple(calls),
             prompt_text=prompt_text,
         )
-    listed = ", ".join(f"`{name}`" for name in missing)
+    listed = ", ".join(code(name) for name in missing)
     return Reply(
         reasoning=f"The user asked for {listed}, which I was not given.",
         text=f"I cannot call {listed}: it is not among my tools right now.\n\n{_tool_list(tools)}",
@@ -188,7 +191,7 @@ def _summarise_results(conversation: list[dict[str, Any]], prompt_text: str) -> 
         more = len(lines) - _SUMMARY_LINES
         tail = f"\n… and {more} more lines." if more > 0 else ""
         parts.append(
-            f"**`{name}`** returned {len(content)} characters:\n\n```text\n{shown}\n```{tail}"
+            f"**{code(name)}** returned {len(content)} characters:\n\n{_fenced(shown)}{tail}"
         )
     return Reply(
         reasoning="Summarise what the tools returned.",
@@ -216,8 +219,50 @@ def _greeting(tools: _Tools) -> str:
 def _tool_list(tools: _Tools) -> str:
     if not tools.available:
         return "I have no tools right now."
-    lines = [f"- `{name}` — {tools.declared[name].get('description', '')}".rstrip(" —") for name in tools.available]
+    lines = [
+        f"- {code(name)} — {code_spanned(str(tools.declared[name].get('description', '')))}".rstrip(" —")
+        for name in tools.available
+    ]
     return "Tools I can call:\n\n" + "\n".join(lines)
+
+
+def _fenced(text: str) -> str:
+    """`text` as a code block whose fence no backtick run inside it can close."""
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def code(text: str) -> str:
+    """`text` as one Markdown code span, whatever backticks it holds (CommonMark's longer fence)."""
+    fence = "`" * (_longest_backtick_run(text) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
+
+
+def code_spanned(text: str) -> str:
+    """Prose with its names and paths code-spanned, so `__pycache__` or `*.py` reads literally
+    instead of turning bold or italic (and the plain text of `toolscope run` reads as a person
+    would write it). Code spans already there are kept."""
+    pieces = []
+    position = 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_WORD.sub(_code_word, text[position : span.start()]))
+        pieces.append(span.group())
+        position = span.end()
+    pieces.append(_WORD.sub(_code_word, text[position:]))
+    return "".join(pieces)
+
+
+def _code_word(match: re.Match[str]) -> str:
+    word = match.group()
+    stem = word.rstrip(".")
+    if any(char in stem for char in "_*/") and any(char.isalnum() for char in stem):
+        return code(stem) + word[len(stem) :]
+    return word
 
 
 def _text_of(message: dict[str, Any]) -> str:

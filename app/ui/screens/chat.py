@@ -58,7 +58,8 @@ class ChatScreen(Screen[None]):
     def on_mount(self) -> None:
         self.status.route = self.app.route
         self.status.show()
-        self.app.start_runtime()
+        # After the first frame: starting the tools imports the registry (and more) on this loop.
+        self.call_after_refresh(self.app.start_runtime)
 
     @staticmethod
     def _welcome() -> str:

@@ -81,9 +81,20 @@ class PickerScreen(ClosableModal[str]):
 
     def __init__(self, rows: Sequence[PickerRow], selected: str | None = None) -> None:
         super().__init__()
+        self._rows: tuple[PickerRow, ...] = ()
+        self._rows_by_key: dict[str, PickerRow] = {}
+        self._take_rows(rows)
+        self._selected = selected
+
+    def _take_rows(self, rows: Sequence[PickerRow]) -> None:
         self._rows = tuple(rows)
         self._rows_by_key = {row.key: row for row in self._rows}
-        self._selected = selected
+        self.__dict__.pop("_natural_widths", None)  # measured again for the new rows
+
+    def replace_rows(self, rows: Sequence[PickerRow]) -> None:
+        """Show these rows instead (ones loaded after the screen opened), filtered as typed so far."""
+        self._take_rows(rows)
+        self._show_matching()
 
     # --- what subclasses provide
 

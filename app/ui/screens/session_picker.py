@@ -2,13 +2,16 @@
 session log with its title, creation date, last activity, route, events and size, filterable by
 title, id and route. Dismisses with the chosen session's path, or None.
 
+Given a loader instead of the sessions, the picker opens at once and reads them in a thread.
+
 Titles are the users' own words but the files may come from anyone: shown through the one printable
 path as plain Text, so markup and escape sequences appear literally or not at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import ClassVar
 
@@ -24,8 +27,26 @@ from app.ui.screens.picker import PickerColumn, PickerRow, PickerScreen
 class SessionPickerScreen(PickerScreen):
     CSS_PATH: ClassVar[str | list[str]] = ["picker.tcss", "session_picker.tcss"]
 
-    def __init__(self, sessions: Sequence[SessionSummary]) -> None:
-        super().__init__([self._row(summary) for summary in sessions])
+    def __init__(self, sessions: Sequence[SessionSummary] | Callable[[], Sequence[SessionSummary]]) -> None:
+        """`sessions`, or what reads them (`list_sessions`): that runs in a thread after the screen
+        shows, so a slow disk or thousands of logs never hold up the keyboard."""
+        self._load = sessions if callable(sessions) else None
+        self._problem: str | None = None
+        super().__init__([] if callable(sessions) else [self._row(summary) for summary in sessions])
+
+    def on_mount(self) -> None:
+        # The shared picker's own on_mount runs after this one (Textual calls each class's handler).
+        if self._load is not None:
+            self.run_worker(self._read_sessions(self._load), name="sessions", exclusive=True)
+
+    async def _read_sessions(self, load: Callable[[], Sequence[SessionSummary]]) -> None:
+        try:
+            sessions = await asyncio.to_thread(load)
+        except OSError as error:  # an unreadable sessions dir: said in the list, the chat goes on
+            self._problem = _("Cannot read the sessions: {reason}").format(reason=error.strerror or error)
+            sessions = ()
+        self._load = None
+        self.replace_rows([self._row(summary) for summary in sessions])
 
     def heading(self) -> str:
         return _("Resume a session")
@@ -41,7 +62,9 @@ class SessionPickerScreen(PickerScreen):
         )
 
     def empty_text(self) -> str:
-        return _("No sessions yet.")
+        if self._load is not None:
+            return _("Reading the sessions…")
+        return self._problem or _("No sessions yet.")
 
     @staticmethod
     def _row(summary: SessionSummary) -> PickerRow:

@@ -14,7 +14,7 @@ from app.i18n import N_, _
 from app.terminal import printable
 from app.tools.approval import ApprovalRequest
 from app.ui import keymap
-from app.ui.bridge import ALLOW_ONCE, ALLOW_SESSION, DENY
+from app.ui.messages import ALLOW_ONCE, ALLOW_SESSION, DENY
 from app.ui.text import literal
 from app.ui.widgets.block import Block
 

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from app.i18n import _
 from app.session.view import AssistantItem
 from app.terminal import PrintableStream, printable
 from app.ui.widgets.block import Block
 from app.ui.widgets.reasoning import Reasoning
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
+
+
+def _markdown_class() -> type[Markdown]:
+    """Textual's Markdown, imported with the first reply: markdown-it is a good part of the
+    chat's start-up otherwise, and an empty chat shows no Markdown."""
+    from textual.widgets import Markdown
+
+    return Markdown
 
 
 class AssistantMessage(Vertical):
@@ -33,14 +46,15 @@ class AssistantMessage(Vertical):
         block = self.block
         if block.reasoning:
             yield Reasoning(block.reasoning, expanded=block.reasoning_expanded, on_toggle=block.set_expanded)
-        yield Markdown(block.text)
+        yield _markdown_class()(block.text)
         if block.interrupted:
             yield Static(_("⏸ Interrupted: the answer stops here."), classes="interrupted")
 
     async def write(self, fragment: str) -> None:
         """Append streamed text through `Markdown.get_stream` (fragments are joined when behind)."""
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(Markdown))
+            markdown = _markdown_class()
+            self._stream = markdown.get_stream(self.query_one(markdown))
         await self._stream.write(fragment)
 
     async def stop_stream(self) -> None:
@@ -108,5 +122,5 @@ class AssistantBlock(Block):
         if (final_text, final_reasoning) != (self.text, self.reasoning):
             self.text, self.reasoning = final_text, final_reasoning
             if isinstance(widget, AssistantMessage) and widget.is_mounted:
-                await widget.query_one(Markdown).update(final_text)
+                await widget.query_one(_markdown_class()).update(final_text)
         self.refresh_widget()

@@ -398,3 +398,26 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
             assert conversation.mounted_range[1] == len(conversation.blocks)
 
     run(scenario())
+
+
+def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
+    from app.ui.screens.session_picker import SessionPickerScreen
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use list_dir on .")
+        (first,) = bench.sessions()
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+            await pilot.press("ctrl+o")
+            await until(pilot, lambda: isinstance(app.screen, SessionPickerScreen))
+            table = app.screen.query_one("#picker-table")
+            await until(pilot, lambda: table.row_count == 2)
+            await type_text(pilot, "list_dir")
+            await pilot.press("enter")
+            await until(pilot, lambda: app.writer is not None and app.writer.path == first)
+            await until(pilot, lambda: "ToolCallBlock" in blocks(app))
+
+    run(scenario())

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -17,14 +20,23 @@ import pytest
 from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.context_node import ContextNode
 from app.ui.widgets.failure_nodes import RetryNode
-from tests.functional.ui.chat_support import SIZE, cursor_blink_off, freeze_countdowns, make_bench, send, until
+from tests.functional.ui.chat_support import SIZE, Bench, cursor_blink_off, freeze_countdowns, make_bench, send, until
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def bench(tmp_path, monkeypatch):
-    return make_bench(tmp_path, monkeypatch)
+def bench(monkeypatch) -> Iterator[Bench]:
+    """A bench whose workspace path has the same length wherever and however the test runs.
+
+    The system prompt names the workspace and the status line counts its tokens; under
+    `tmp_path` the count moved with the run number (`pytest-9` → `pytest-10`) and with xdist's
+    `popen-gw0/` folder."""
+    root = Path(tempfile.mkdtemp(dir="/tmp", prefix="toolscope-snapshot-"))
+    try:
+        yield make_bench(root, monkeypatch)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_empty_chat(bench, snap_compare) -> None:

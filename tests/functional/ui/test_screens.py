@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from app.llm.routes import load_catalog
-from app.session.listing import SessionSummary
+from app.session.listing import SessionSummary, list_sessions
 from app.tools.builtins import Workspace, builtin_tools
 from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, RestartPolicy, mcp_tool_name
 from app.tools.plugins import available_plugins
@@ -374,6 +374,42 @@ async def test_an_empty_session_list_says_so_and_enter_does_nothing() -> None:
         assert text_of(app, "#picker-empty") == "No sessions yet."
         await pilot.press("enter")
         assert app.results == []
+        await pilot.press("escape")
+        assert app.results == [None]
+
+
+@pytest.mark.anyio
+async def test_the_session_picker_reads_the_sessions_in_a_thread_and_the_keyboard_works_meanwhile(utc: None) -> None:
+    sessions = summaries()
+    released = threading.Event()
+    readers: list[str] = []
+
+    def slow_disk() -> list[SessionSummary]:
+        readers.append(threading.current_thread().name)
+        released.wait(30)
+        return sessions
+
+    async with running(lambda: SessionPickerScreen(slow_disk)) as (app, pilot):
+        await wait_for(pilot, lambda: bool(readers))
+        assert text_of(app, "#picker-empty") == "Reading the sessions…"
+        await pilot.press(*"release")  # typed while the disk is slow: the filter gets it
+        assert app.screen.query_one("#picker-filter", Input).value == "release"
+        released.set()
+        await wait_for(pilot, lambda: bool(visible_keys(app)))
+        assert visible_keys(app) == [sessions[1].path]  # the filter typed meanwhile applies
+        assert readers != [threading.main_thread().name]
+        await pilot.press("enter")
+        assert app.results == [sessions[1].path]
+
+
+@pytest.mark.anyio
+async def test_a_session_dir_that_cannot_be_read_is_said_in_the_picker(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "sessions"
+    not_a_dir.write_text("a file where the sessions dir should be")
+    cache = tmp_path / "cache.json"
+    async with running(lambda: SessionPickerScreen(lambda: list_sessions(not_a_dir, cache))) as (app, pilot):
+        await wait_for(pilot, lambda: "Reading" not in text_of(app, "#picker-empty"))
+        assert text_of(app, "#picker-empty") == "Cannot read the sessions: Not a directory"
         await pilot.press("escape")
         assert app.results == [None]
 

@@ -6,9 +6,11 @@ import json
 
 import httpx
 import pytest
+from markdown_it import MarkdownIt
 
 from app.llm.offline.model import OfflineRequestError, available_tools, plan_reply
 from app.llm.offline.transport import OfflineTransport
+from app.tools.builtins import Workspace, builtin_tools
 
 BETA = ("anthropic-beta", "mid-conversation-tool-changes-2026-07-01")
 
@@ -112,6 +114,40 @@ def test_plain_questions_get_markdown_listing_the_visible_tools():
     body = {"tools": [function("read_file"), function("time", defer=True)], "messages": [{"role": "user", "content": "hello"}]}
     text = plan_reply(body, beta=False).text
     assert "offline demo model" in text and "`read_file`" in text and "`time`" not in text
+
+
+def _inline_tokens(markdown: str) -> list:
+    """What the chat's Markdown widget (markdown-it, CommonMark) makes of `markdown`, inline level."""
+    return [child for token in MarkdownIt("commonmark").parse(markdown) for child in token.children or ()]
+
+
+def test_names_and_paths_in_the_tool_listing_are_code_spans_not_emphasis(tmp_path):
+    described = {"type": "function", "function": {"name": "odd`name", "description": "Reads *.py under src/my_pkg.", "parameters": {}}}
+    tools = [
+        {"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": dict(tool.parameters)}}
+        for tool in builtin_tools(Workspace(tmp_path))
+    ]
+    body = {"tools": [*tools, described], "messages": [{"role": "user", "content": "hello"}]}
+    tokens = _inline_tokens(plan_reply(body, beta=False).text)
+    assert not [token for token in tokens if token.type in ("strong_open", "em_open")][1:]  # only "offline demo model"
+    spans = {token.content for token in tokens if token.type == "code_inline"}
+    assert {"__pycache__", "node_modules", "search_text", "odd`name", "*.py", "src/my_pkg"} <= spans
+    texts = "".join(token.content for token in tokens if token.type == "text")
+    assert "__pycache__" not in texts and "directories end with '/'" in texts
+
+
+def test_a_tool_result_with_a_fence_stays_inside_its_code_block():
+    body = {
+        "tools": [function("read_file")],
+        "messages": [
+            {"role": "user", "content": "use read_file on a.md"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "before\n```\n**not bold**\n````"},
+        ],
+    }
+    tokens = MarkdownIt("commonmark").parse(plan_reply(body, beta=False).text)
+    (block,) = [token for token in tokens if token.type == "fence"]
+    assert block.content == "before\n```\n**not bold**\n````\n"
 
 
 def test_replies_are_deterministic():
