@@ -61,7 +61,11 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
             ).format(n=args.request, count=len(requests)),
             EXIT_USAGE,
         )
-    reports = inspect_requests(requests, routes, only=args.request)
+    try:
+        # Only the requests reported are read (DESIGN §12): a corrupt line surfaces when it is.
+        reports = inspect_requests(requests, routes, only=args.request)
+    except SessionError as error:
+        return _fail(str(error), EXIT_FAILURE)
     if args.json:
         print(json_text(report_json(session.id, reports, diffs=args.diff), indent=2))
     else:
