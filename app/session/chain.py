@@ -9,6 +9,7 @@ whole log in order, which `validate` does as a stream of progress reports.
 from __future__ import annotations
 
 import bisect
+import gc
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -173,13 +174,20 @@ class Chain:
             return []
         wanted = set(seqs)
         found: dict[int, Event] = {}
-        for seq, segment, number, line in self.lines(min(wanted), max(wanted) + 1):
-            if seq in wanted:
-                event = self._cache.get(seq)
-                if event is None:
-                    event = self._decode(segment, number, line)
-                    self._remember(seq, event)
-                found[seq] = event
+        # Parsed models hold no cycles: collections during a bulk parse only cost time (about 2x).
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            for seq, segment, number, line in self.lines(min(wanted), max(wanted) + 1):
+                if seq in wanted:
+                    event = self._cache.get(seq)
+                    if event is None:
+                        event = self._decode(segment, number, line)
+                        self._remember(seq, event)
+                    found[seq] = event
+        finally:
+            if paused:
+                gc.enable()
         return [found[seq] for seq in seqs]
 
     @staticmethod
