@@ -152,8 +152,15 @@ class Cursor:
         )
 
 
+_ALL_CODES = bytes(range(256))
+
+
 def _count(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> int:
-    return sum(types.count(codes[i : i + 1], start, stop) for i in range(len(codes)))
+    """How many of `types[start:stop]` are in `codes` (one C pass, whatever the number of codes)."""
+    if len(codes) == 1:
+        return types.count(codes, start, stop)
+    others = _ALL_CODES.translate(None, codes)
+    return len(types[start:stop].translate(None, others))
 
 
 def _positions(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> list[int]:
