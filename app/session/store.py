@@ -39,6 +39,7 @@ from app.session.events import (
     encode_event,
     encode_header,
 )
+from app.session.index import index_path
 from app.session.invariants import InvalidEventError, PendingCall
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
@@ -123,7 +124,8 @@ class SessionStore:
         return path
 
     def remove(self, session_id: str) -> None:
-        """Delete the session `session_id` of this store and the torn lines set aside from it.
+        """Delete the session `session_id` of this store, the torn lines set aside from it and its
+        line index.
 
         Refused while another process holds its writer lock (the lock is held until the file is
         gone), and while a fork of it needs its events.
@@ -143,6 +145,7 @@ class SessionStore:
                 )
             for torn in path.parent.glob(f"{path.name}.torn-*"):
                 torn.unlink(missing_ok=True)
+            index_path(path).unlink(missing_ok=True)
             path.unlink()
             _fsync_dir(path.parent)
         finally:
