@@ -32,6 +32,7 @@ from app.untrusted_json import loads
 
 EVENT_CACHE_SIZE = 4096
 VALIDATION_BATCH = 4096  # lines validated between two progress reports
+GAP = 1 << 16  # wanted lines further apart than this many bytes are read separately
 
 
 class StaleIndexError(SessionError):
@@ -169,26 +170,63 @@ class Chain:
         return found
 
     def select(self, seqs: list[int]) -> list[Event]:
-        """The events of `seqs` (in that order), each parsed alone, from one read of their span."""
-        if not seqs:
-            return []
-        wanted = set(seqs)
+        """The events of `seqs` (in that order), each parsed alone; only their lines are read."""
         found: dict[int, Event] = {}
+        missing = []
+        for seq in sorted(set(seqs)):
+            event = self._cache.get(seq)
+            if event is None:
+                missing.append(seq)
+            else:
+                found[seq] = event
         # Parsed models hold no cycles: collections during a bulk parse only cost time (about 2x).
         paused = gc.isenabled()
         gc.disable()
         try:
-            for seq, segment, number, line in self.lines(min(wanted), max(wanted) + 1):
-                if seq in wanted:
-                    event = self._cache.get(seq)
-                    if event is None:
-                        event = self._decode(segment, number, line)
-                        self._remember(seq, event)
-                    found[seq] = event
+            for seq, segment, number, line in self.picked_lines(missing):
+                event = self._decode(segment, number, line)
+                self._remember(seq, event)
+                found[seq] = event
         finally:
             if paused:
                 gc.enable()
         return [found[seq] for seq in seqs]
+
+    def picked_lines(self, seqs: list[int]) -> Iterator[tuple[int, Segment, int, bytes]]:
+        """(seq, segment, line number, bytes) for the ascending `seqs`: lines close together come
+        from one read, and no line between two far apart is read or split."""
+        position = 0
+        while position < len(seqs):
+            segment, line = self.locate(seqs[position])
+            if line >= len(segment.index):
+                assert segment.last_line is not None
+                yield seqs[position], segment, line + 2, segment.last_line
+                position += 1
+                continue
+            run_end = position + 1
+            offsets = segment.index.offsets
+            while run_end < len(seqs):
+                next_segment, next_line = self.locate(seqs[run_end])
+                if next_segment is not segment or next_line >= len(segment.index):
+                    break
+                if offsets[next_line] - offsets[line + seqs[run_end - 1] - seqs[position]] > GAP:
+                    break
+                run_end += 1
+            first_line = line
+            last_line = line + seqs[run_end - 1] - seqs[position]
+            start, _end = segment.index.span(first_line)
+            _start, stop = segment.index.span(last_line)
+            with segment.path.open("rb") as handle:
+                handle.seek(start)
+                data = handle.read(stop - start + 1)
+            for seq in seqs[position:run_end]:
+                at = line + seq - seqs[position]
+                begin, end = segment.index.span(at)
+                text = data[begin - start : end - start]
+                if data[end - start : end - start + 1] != b"\n" or type_code(text) != segment.index.types[at]:
+                    raise self._stale(segment)
+                yield seq, segment, at + 2, text
+            position = run_end
 
     @staticmethod
     def _decode(segment: Segment, number: int, line: bytes) -> Event:

@@ -287,11 +287,16 @@ class IndexedView:
         self._items = Positions(chain.types, _item_codes())
         self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
         self._load_checkpoints()
-        self._tail = self._state_at(len(chain), keep=False)
-        self._save_checkpoints()
+        self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self.requests: LazyList[ModelRequest] = LazyList(lambda: len(self._requests), self.request)
         self.turns: LazyList[Turn] = LazyList(lambda: len(self._turn_starts), self.turn)
         self.items: LazyList[Item] = LazyList(lambda: len(self._items), self.item, self.item_run)
+
+    @property
+    def _tail(self) -> Cursor:
+        if self._tail_state is None:
+            self._tail_state = self._state_at(len(self._chain), keep=False)
+        return self._tail_state
 
     # --- the SessionView interface -----------------------------------------------------------------
 
@@ -332,7 +337,9 @@ class IndexedView:
 
     def apply(self, event: Envelope) -> None:
         """Follow an event just added to the chain (its seq is the chain's last)."""
-        tail = self._tail
+        tail = self._tail_state
+        if tail is None:
+            return  # built from the chain, this event included, when first asked for
         if tail.seq % self._every == 0 and tail.seq // self._every == len(self._checkpoints):
             self._checkpoints.append(tail.to_json())
         if event.type in ("assistant/message", "agent/request-error"):
@@ -388,6 +395,7 @@ class IndexedView:
         """The fold state before `seq`: from the last state built when it is on the way, else from
         the nearest checkpoint."""
         self._extend_checkpoints(seq)
+        self._save_checkpoints()
         cursor = self._cursor
         nearest = min(seq // self._every, len(self._checkpoints) - 1)
         if not keep or cursor is None or not nearest * self._every <= cursor.seq <= seq:
