@@ -260,12 +260,15 @@ class Chain:
     # --- strict validation ---------------------------------------------------------------------------
 
     def validate(self, checker: InvariantChecker) -> Iterator[int]:
-        """Validate every line strictly and against the invariants, in log order, feeding `checker`;
-        yield how many events are validated so far, every few thousand. Raises
-        SessionCorruptionError / UnsupportedFormatError naming file and line, as the reader does."""
+        """Validate every line from `checker.next_seq` on strictly and against the invariants, in log
+        order, feeding `checker`; yield how many events are validated so far, every few thousand.
+        Raises SessionCorruptionError / UnsupportedFormatError naming file and line, as the reader
+        does. A checker restored after the ancestors' lines goes on from there."""
         for position, segment in enumerate(self.segments):
-            seq = segment.first_seq
+            seq = max(segment.first_seq, checker.next_seq)
             stop = segment.first_seq + segment.count
+            if seq >= stop and position + 1 < len(self.segments):
+                continue  # an ancestor the restored checker has already seen whole
             while seq < stop:
                 batch_stop = min(stop, seq + VALIDATION_BATCH)
                 for _seq, _segment, number, line in self.lines(seq, batch_stop):
@@ -276,6 +279,10 @@ class Chain:
             if position + 1 < len(self.segments):
                 self._check_inherited(segment, position, checker)
         yield len(self)
+
+    def key(self) -> list[list[object]]:
+        """The ancestors as this chain sees them: what a record kept in the own index depends on."""
+        return [[str(segment.path), segment.first_seq, segment.count] for segment in self.segments[:-1]]
 
     def _check_index(self, segment: Segment, number: int, line: bytes) -> None:
         line_index = number - 2

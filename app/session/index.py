@@ -27,8 +27,9 @@ from typing import Any, BinaryIO
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"toolscope-index\n"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 CHUNK_SIZE = 16 << 20
+VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
 
 # One byte per event line. Letters, so that a run of types can be searched with `re` and counted
@@ -49,6 +50,7 @@ TYPE_CODES: dict[str, int] = {
     "compaction/summary": ord("K"),
 }
 UNKNOWN = ord("?")
+TYPE_NAMES: dict[int, str] = {code: name for name, code in TYPE_CODES.items()}
 _CODE_BY_PREFIX: dict[bytes, int] = {
     (b'{"type":"' + name.encode() + b'"')[:PREFIX_LENGTH]: code for name, code in TYPE_CODES.items()
 }
@@ -63,6 +65,45 @@ def type_code(line: bytes) -> int:
 
 def index_path(session_path: Path) -> Path:
     return session_path.with_name(session_path.name + INDEX_SUFFIX)
+
+
+class Sections:
+    """The `extra` records of an index, each kept as JSON bytes until it is first read: opening a
+    session parses none of them (a validation record can be megabytes)."""
+
+    def __init__(self, raw: dict[str, bytes]) -> None:
+        self._raw = raw
+        self._parsed: dict[str, Any] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self._parsed:
+            return self._parsed[key]
+        raw = self._raw.get(key)
+        if raw is None:
+            return default
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        self._parsed[key] = value
+        return value if value is not None else default
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._raw.pop(key, None)
+        self._parsed[key] = value
+
+    def pop(self, key: str, default: Any = None) -> Any:
+        value = self.get(key, default)
+        self._raw.pop(key, None)
+        self._parsed.pop(key, None)
+        return value
+
+    def encoded(self) -> dict[str, bytes]:
+        """Every record as JSON bytes (the unread ones as they were read)."""
+        return {
+            **self._raw,
+            **{key: json.dumps(value, separators=(",", ":")).encode() for key, value in self._parsed.items()},
+        }
 
 
 @dataclass
@@ -80,8 +121,9 @@ class LineIndex:
     offsets: array = field(default_factory=lambda: array("Q"))
     types: bytearray = field(default_factory=bytearray)
     end: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-    """What other layers keep in the same cache (the fold checkpoints); dropped on any rebuild."""
+    extra: Sections = field(default_factory=lambda: Sections({}))
+    """What other layers keep in the same cache (the fold checkpoints, the validation record);
+    dropped on any rebuild."""
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -153,8 +195,9 @@ def save_index(index: LineIndex) -> None:
             "end": index.end,
             "count": len(index),
             "lastCrc": _last_line_crc(index, None),
-            "extra": index.extra,
         }
+        sections = index.extra.encoded()
+        meta["sections"] = {key: len(raw) for key, raw in sections.items()}
         temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -162,6 +205,8 @@ def save_index(index: LineIndex) -> None:
             handle.write(json.dumps(meta, separators=(",", ":")).encode() + b"\n")
             handle.write(index.offsets.tobytes())
             handle.write(index.types)
+            for raw in sections.values():
+                handle.write(raw)
         os.replace(temporary, target)
     except (OSError, ValueError):
         pass
@@ -186,9 +231,12 @@ def _load(
             offsets = array("Q")
             offsets.frombytes(cache.read(count * offsets.itemsize))
             types = bytearray(cache.read(count))
+            sections = {key: cache.read(length) for key, length in meta["sections"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if len(offsets) != count or len(types) != count or meta["inode"] != stat.st_ino:
+        return None
+    if any(len(raw) != meta["sections"][key] for key, raw in sections.items()):
         return None
     index = LineIndex(
         path=path,
@@ -197,10 +245,12 @@ def _load(
         offsets=offsets,
         types=types,
         end=meta["end"],
-        extra=meta.get("extra") or {},
+        extra=Sections(sections),
     )
     if stat.st_size == meta["size"] and stat.st_mtime_ns == meta["mtime"]:
         return index, True
+    # A record that every line was validated holds for the file exactly as it was (DESIGN §12).
+    index.extra.pop(VALIDATED, None)
     # Changed since. Logs only grow, or lose a torn tail after their last complete line: reuse the
     # index then, if the file still holds the last indexed line where it was. A file of the same
     # size with another mtime was rewritten: index it again.

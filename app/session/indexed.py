@@ -420,7 +420,7 @@ class IndexedView:
 
     def _load_checkpoints(self) -> None:
         saved = self._chain.own.index.extra.get("checkpoints")
-        if isinstance(saved, dict) and saved.get("every") == self._every and saved.get("chain") == self._chain_key():
+        if isinstance(saved, dict) and saved.get("every") == self._every and saved.get("chain") == self._chain.key():
             self._checkpoints = list(saved["states"])[: len(self._chain) // self._every + 1]
         self._saved = len(self._checkpoints)
 
@@ -428,13 +428,9 @@ class IndexedView:
         if len(self._checkpoints) == self._saved and not force:
             return
         index = self._chain.own.index
-        index.extra["checkpoints"] = {"every": self._every, "chain": self._chain_key(), "states": self._checkpoints}
+        index.extra["checkpoints"] = {"every": self._every, "chain": self._chain.key(), "states": self._checkpoints}
         save_index(index)
         self._saved = len(self._checkpoints)
-
-    def _chain_key(self) -> list[list[object]]:
-        return [[str(segment.path), segment.first_seq, segment.count] for segment in self._chain.segments[:-1]]
-
 
 def _empty_cursor(chain: Chain) -> Cursor:
     return Cursor(0, 0, None, None, ToolHistoryReducer(chain.event), (), 0)

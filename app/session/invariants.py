@@ -86,6 +86,39 @@ class InvariantChecker:
     def open_step(self) -> int | None:
         return self._open_step
 
+    def state_json(self) -> dict[str, Any]:
+        """What `restore` needs to go on checking after the last event fed, as JSON (kept in the
+        line index by a process that validated the whole log, so the writer need not again)."""
+        return {
+            "next": len(self._types),
+            "headerTools": [[seq, sorted(tools)] for seq, tools in self._header_tools.items()],
+            "calls": [[call_id, call.seq, call.turn, call.name] for call_id, call in self._calls.items()],
+            "callIds": self._call_ids,
+            "results": self._results,
+            "turn": [self._last_turn, self._open_turn, self._last_step, self._open_step],
+            "pending": [[p.call_id, p.name, p.arguments, p.started] for p in self._pending.values()],
+        }
+
+    @classmethod
+    def restore(cls, state: dict[str, Any], types: list[str]) -> InvariantChecker:
+        """The checker `state_json` described; `types` the event type of every seq before `next`."""
+        if len(types) != state["next"]:
+            raise ValueError("the event types do not match the checker state")
+        checker = cls()
+        checker._types = types
+        checker._header_tools = {seq: frozenset(tools) for seq, tools in state["headerTools"]}
+        checker._calls = {
+            call_id: _LoggedCall(seq, turn, name) for call_id, seq, turn, name in state["calls"]
+        }
+        checker._call_ids = dict(state["callIds"])
+        checker._results = dict(state["results"])
+        checker._last_turn, checker._open_turn, checker._last_step, checker._open_step = state["turn"]
+        checker._pending = {
+            call_id: PendingCall(call_id, name, arguments, started)
+            for call_id, name, arguments, started in state["pending"]
+        }
+        return checker
+
     def call_id_taken(self, call_id: str) -> bool:
         """Whether an earlier assistant message or tool/call already used `call_id`."""
         return call_id in self._call_ids

@@ -18,7 +18,7 @@ from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError
 from app.session.events import Event, SessionHeader, encode_event
 from app.session.history import ToolHistory
-from app.session.index import save_index
+from app.session.index import TYPE_NAMES, VALIDATED, save_index
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.reader import ParentResolver, TornTail, parse_line
@@ -75,10 +75,28 @@ class Session:
         if self._validated:
             return
         if self._validation is None:
+            self._checker = self._recorded_checker() or self._checker
             self._validation = self.chain.validate(self._checker)
         for count in self._validation:
             yield count
         self._validated = True
+        self.save_index()  # with the record of it: the next open need not validate again
+
+    def _recorded_checker(self) -> InvariantChecker | None:
+        """The checker state a process kept in the line index when it had validated every line of
+        the file exactly as it is now (same inode, size and mtime, same ancestors): the lines it
+        covers need no second validation. None when there is no such record."""
+        record = self.chain.own.index.extra.get(VALIDATED)
+        if not isinstance(record, dict) or record.get("chain") != self.chain.key():
+            return None
+        if record.get("events", -1) > len(self.chain):
+            return None
+        types = self.chain.types
+        try:
+            names = [TYPE_NAMES[code] for code in types[: record["events"]]]
+            return InvariantChecker.restore(record["checker"], names)
+        except (KeyError, TypeError, ValueError):
+            return None
 
     @property
     def validated(self) -> bool:
@@ -108,7 +126,17 @@ class Session:
         return self._view
 
     def save_index(self) -> None:
-        """Keep the line index and the view's checkpoints for the next open (best effort)."""
+        """Keep the line index, the view's checkpoints and the validation record (when every event
+        is validated) for the next open (best effort)."""
+        extra = self.chain.own.index.extra
+        if self._validated and self._checker.next_seq == len(self.chain):
+            extra[VALIDATED] = {
+                "events": self._checker.next_seq,
+                "chain": self.chain.key(),
+                "checker": self._checker.state_json(),
+            }
+        elif extra.get(VALIDATED, {}).get("events") != len(self.chain):
+            extra.pop(VALIDATED, None)
         if self._view is not None:
             self._view.save()
         else:

@@ -18,8 +18,9 @@ from app.session.errors import SessionCorruptionError
 from app.session.events import CompactionSummary, Envelope, encode_event, encode_header
 from app.session.index import INDEX_MAGIC, index_path
 from app.session.indexed import IndexedView
+from app.session.invariants import InvariantChecker
 from app.session.session import Session
-from app.session.store import SessionStore
+from app.session.store import SessionStore, SessionWriter
 from app.session.view import SessionView
 from tests.support.histories import GeneratedLog, session_logs
 
@@ -251,3 +252,86 @@ def test_a_corruption_mid_file_is_reported_with_its_line_while_the_tail_is_reada
     assert caught.value.reason == "callId 'c1' was already used by the tool/call at seq 4"
     # What was shown stays readable.
     assert session.view().items[-1].seq == 100_097
+
+
+# --- the validation record: the writer does not validate the same bytes twice ----------------------
+
+
+def _two_turns(big_log: Path, tmp_path: Path, turns: int = 2_000) -> Path:
+    """The first `turns` turns of the template log, as a session of its own."""
+    path = tmp_path / "big.jsonl"
+    lines = big_log.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join(lines[: 1 + turns * len(TURN_TEMPLATE)]) + b"\n")
+    return path
+
+
+SIXTH_CALL_LINE = 1 + 5 * len(TURN_TEMPLATE) + 5  # the header, five turns, the sixth's tool/call
+
+
+def _swap_call_id(path: Path, line_number: int) -> None:
+    """Give the tool/call on `line_number` the first turn's callId, keeping the file's size."""
+    lines = path.read_bytes().split(b"\n")
+    call = lines[line_number - 1]
+    assert call.startswith(b'{"type":"tool/call"')
+    call_id = json.loads(call)["data"]["callId"].encode()
+    lines[line_number - 1] = call.replace(b'"callId":"' + call_id + b'"', b'"callId":"c1' + b"x" * (len(call_id) - 2) + b'"')
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_a_validated_session_keeps_a_record_the_writer_trusts_while_the_file_is_unchanged(
+    big_log: Path, tmp_path: Path
+) -> None:
+    path = _two_turns(big_log, tmp_path)
+    Session.open(path).view().items[-1]  # a reader keeps no record: it validated nothing
+    assert "validated" not in _cache_meta(path)["sections"]
+    Session.open(path).load()  # a full validation keeps its record in the index
+    assert "validated" in _cache_meta(path)["sections"]
+    stat = path.stat()
+    # An edit that keeps inode, size and mtime (no writer does this) shows what is trusted: the
+    # record, so the old lines are not read again; the writer still appends valid events after them.
+    _swap_call_id(path, SIXTH_CALL_LINE)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with SessionWriter.open(path) as writer:
+        assert writer.next_seq == 2_000 * len(TURN_TEMPLATE)
+        writer.append("turn/start", {"turn": 2_001})
+    assert "validated" in _cache_meta(path)["sections"]
+
+
+@pytest.mark.parametrize("change", ["rewritten in place", "appended to"])
+def test_a_file_changed_since_its_record_is_validated_again_by_the_writer(
+    big_log: Path, tmp_path: Path, change: str
+) -> None:
+    path = _two_turns(big_log, tmp_path)
+    Session.open(path).load()
+    number = SIXTH_CALL_LINE
+    _swap_call_id(path, number)
+    if change == "appended to":
+        with path.open("ab") as handle:
+            handle.write(b'{"type":"turn/start","seq":22000,"time":1,"data":{"turn":2001}}\n')
+    before = path.read_bytes()
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(path)
+
+    assert caught.value.line == number and "'c1'" in caught.value.reason
+    assert path.read_bytes() == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs(), data=st.data())
+def test_a_checker_restored_from_its_json_state_goes_on_like_the_original(
+    log: GeneratedLog, data: st.DataObject
+) -> None:
+    split = data.draw(st.integers(0, len(log.events)))
+    whole, first = InvariantChecker(), InvariantChecker()
+    for event in log.events:
+        whole.feed(event)
+    for event in log.events[:split]:
+        first.feed(event)
+    state = json.loads(json.dumps(first.state_json()))
+    restored = InvariantChecker.restore(state, [event.type for event in log.events[:split]])
+    for event in log.events[split:]:
+        restored.feed(event)
+
+    assert restored.state_json() == whole.state_json()
+    assert restored.pending_calls() == whole.pending_calls()
