@@ -77,10 +77,12 @@ class Session:
         if self._validation is None:
             self._checker = self._recorded_checker() or self._checker
             self._validation = self.chain.validate(self._checker)
+        recorded = self._checker.next_seq
         for count in self._validation:
             yield count
         self._validated = True
-        self.save_index()  # with the record of it: the next open need not validate again
+        if self._checker.next_seq != recorded:
+            self.save_index()  # with the record of it: the next open need not validate again
 
     def _recorded_checker(self) -> InvariantChecker | None:
         """The checker state a process kept in the line index when it had validated every line of
