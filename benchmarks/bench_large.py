@@ -3,7 +3,8 @@
 Writes (or reuses, with --big FILE) a session of --events events (default 1,000,000, ~600 MB),
 a 1,000-event and a 10-event one from the same generator, and prints ratios measured here:
 - tail: open + the last 200 view items with their turn, step and request numbers, index present,
-  BIG / 10-event (goal ≤ 2); and the same with no index yet (cold, absolute);
+  BIG / 10-event (goal ≤ 2); and with no index yet against Toolong's first paint of the same file
+  (`--toolong PYTHON`, a venv with toolong; `toolong_first_paint.py`) (goal ≤ 1);
 - any request: the full model request (header, tool-history snapshot, messages) of 200 sampled
   requests of BIG: the slowest (goal ≤ 50 ms) and the median against the same relative requests
   of the 1,000-event session (goal ≤ 2);
@@ -13,7 +14,7 @@ a 1,000-event and a 10-event one from the same generator, and prints ratios meas
 - cold strict validation of every line against bare `json.loads` of every line (goal ≤ 1.0).
 Exits 1 when a goal does not hold.
 
-    .venv/bin/python benchmarks/bench_large.py [--events N] [--big FILE] [--rounds N]
+    .venv/bin/python benchmarks/bench_large.py [--events N] [--big FILE] [--rounds N] [--toolong PYTHON]
 """
 
 from __future__ import annotations
@@ -77,6 +78,14 @@ def validate(path: Path) -> None:
     Session.open(path).load()
 
 
+def toolong_first_paint(python: str, path: Path) -> float:
+    """Seconds to Toolong's first paint of `path`'s tail, measured by `toolong_first_paint.py`
+    under `python` (a venv with toolong installed)."""
+    script = Path(__file__).resolve().parent / "toolong_first_paint.py"
+    probe = subprocess.run([python, str(script), str(path)], check=True, capture_output=True, text=True)
+    return float(probe.stdout.split()[-1])
+
+
 def wall(command: list[str], env: dict[str, str]) -> float:
     return timed(
         lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -88,6 +97,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--big", type=Path, help="reuse this generated session instead of writing one")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--toolong", metavar="PYTHON", help="a Python with toolong installed (its own venv)")
     options = parser.parse_args()
     results: list[tuple[str, float, float, str]] = []
     with tempfile.TemporaryDirectory() as home:
@@ -109,10 +119,21 @@ def main() -> int:
         print(f"BIG: {len(big_session.chain):,} events, {big.stat().st_size / 1e6:.0f} MB; "
               f"{len(big_session.view().requests):,} requests")
 
-        # Tail, cold (no index) once, then warm rounds interleaved with the small session.
-        index_path(big).unlink(missing_ok=True)
-        cold = timed(lambda: tail(big))
-        print(f"tail, no index yet (scan + checkpoints): {cold:.2f} s")
+        # Tail with no index yet (a line scan of the whole file), against Toolong's first paint of
+        # the same file's tail (its own scan), interleaved; then warm rounds against the small one.
+        cold_times, toolong_times = [], []
+        for _ in range(3 if options.toolong else 1):
+            index_path(big).unlink(missing_ok=True)
+            cold_times.append(timed(lambda: tail(big)))
+            if options.toolong:
+                toolong_times.append(toolong_first_paint(options.toolong, big))
+        cold = statistics.median(cold_times)
+        if options.toolong:
+            toolong = statistics.median(toolong_times)
+            results.append(("tail with no index / Toolong's first paint", cold / toolong, 1.0,
+                            f"{cold:.2f} s / {toolong:.2f} s"))
+        else:
+            print(f"tail, no index yet (line scan): {cold:.2f} s (no --toolong: not compared)")
         tail(small)
         warm_big = [timed(lambda: tail(big)) for _ in range(options.rounds)]
         warm_small = [timed(lambda: tail(small)) for _ in range(options.rounds)]
@@ -146,6 +167,13 @@ def main() -> int:
         rss_mb = int(probe.stdout.split()[-1]) / 1024
         results.append(("peak RSS MB: open, every request, tail", rss_mb, 300, f"{rss_mb:.0f} MB"))
 
+        # Cold strict validation (no index yet) against json.loads, once each (minutes on 1M lines).
+        # It leaves the validation record a writer leaves as it closes, as `run` below expects.
+        loads = timed(lambda: json_loads_every_line(big))
+        index_path(big).unlink(missing_ok=True)
+        strict = timed(lambda: validate(big))
+        results.append(("strict validation / json.loads", strict / loads, 1.0, f"{strict:.1f} s / {loads:.1f} s"))
+
         # Commands, wall time, interleaved.
         env = {k: v for k, v in os.environ.items() if k not in ("TOOLSCOPE_CONFIG", "DEEPSEEK_API_KEY")}
         env["TOOLSCOPE_HOME"] = home
@@ -154,20 +182,17 @@ def main() -> int:
             inspect_big.append(wall([str(SCRIPT), "inspect", big.stem, "--request", "1"], env))
             inspect_small.append(wall([str(SCRIPT), "inspect", small.stem, "--request", "1"], env))
         for _ in range(2):
-            run_big.append(wall([str(SCRIPT), "run", "--session", big.stem, "hi"], env))
-            run_small.append(wall([str(SCRIPT), "run", "--session", small.stem, "hi"], env))
+            run_big.append(wall([str(SCRIPT), "run", "--route", "offline/demo", "--session", big.stem, "hi"], env))
+            run_small.append(wall([str(SCRIPT), "run", "--route", "offline/demo", "--session", small.stem, "hi"], env))
         for name, a, b in (("inspect --request 1", inspect_big, inspect_small), ("run --session … hi", run_big, run_small)):
             ratio = statistics.median(a) / statistics.median(b)
             results.append((f"`{name}` BIG / 10-event", ratio, 1.5,
                             f"{statistics.median(a):.2f} s / {statistics.median(b):.2f} s"))
 
-        # Cold strict validation against json.loads, once each (minutes on 1M lines).
-        loads = timed(lambda: json_loads_every_line(big))
-        strict = timed(lambda: validate(big))
-        results.append(("strict validation / json.loads", strict / loads, 1.0, f"{strict:.1f} s / {loads:.1f} s"))
         for path in sessions.glob("*.idx"):
             path.unlink()
 
+    print("load average (1, 5, 15 min): " + ", ".join(f"{load:.2f}" for load in os.getloadavg()))
     failed = False
     for name, value, goal, detail in results:
         met = value <= goal
