@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import zlib
 from array import array
 from dataclasses import dataclass, field
@@ -198,7 +199,8 @@ def save_index(index: LineIndex) -> None:
         }
         sections = index.extra.encoded()
         meta["sections"] = {key: len(raw) for key, raw in sections.items()}
-        temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        # A viewer's worker thread may save while its UI thread does: one temporary file each.
+        temporary = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(INDEX_MAGIC)

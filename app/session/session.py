@@ -10,7 +10,7 @@ the log; `load()` runs it to the end (the writer does, before it appends anythin
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from app.i18n import _
@@ -99,6 +99,16 @@ class Session:
             return InvariantChecker.restore(record["checker"], names)
         except (KeyError, TypeError, ValueError):
             return None
+
+    def validate(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Run `validation()` to the end, calling `progress(validated, total)` every few thousand
+        events. Meant for a viewer's worker thread while its UI thread reads `view()`: the two share
+        no parsing state. A corrupt line raises SessionCorruptionError (or UnsupportedFormatError)
+        with file and line here, in the worker; what the view showed stays readable."""
+        total = len(self.chain)
+        for count in self.validation():
+            if progress is not None:
+                progress(count, total)
 
     @property
     def validated(self) -> bool:

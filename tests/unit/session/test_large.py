@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -335,3 +336,33 @@ def test_a_checker_restored_from_its_json_state_goes_on_like_the_original(
 
     assert restored.state_json() == whole.state_json()
     assert restored.pending_calls() == whole.pending_calls()
+
+
+def test_a_worker_thread_validates_with_progress_while_the_tail_is_read(big_log: Path, tmp_path: Path) -> None:
+    """The viewer's use: `validate(progress)` in a real thread, the view read meanwhile."""
+    path = tmp_path / "big.jsonl"
+    lines = big_log.read_bytes().split(b"\n")
+    index = next(i for i in range(79_999, len(lines)) if lines[i].startswith(b'{"type":"tool/call"'))
+    call_id = json.loads(lines[index])["data"]["callId"]
+    lines[index] = lines[index].replace(f'"callId":"{call_id}"'.encode(), b'"callId":"c1"')
+    path.write_bytes(b"\n".join(lines))
+    session = Session.open(path)
+    reports: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            session.validate(lambda done, total: reports.append((done, total)))
+        except SessionCorruptionError as error:
+            failures.append(error)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    tails = [session.view().items[-50:] for _ in range(20)]
+    worker.join()
+
+    assert all(tail[-1].seq == 100_097 for tail in tails)
+    assert reports and [done for done, _total in reports] == sorted(done for done, _total in reports)
+    assert {total for _done, total in reports} == {100_100} and reports[-1][0] < index - 1
+    assert len(failures) == 1 and failures[0].line == index + 1
+    assert not session.validated
