@@ -69,41 +69,63 @@ def index_path(session_path: Path) -> Path:
 
 
 class Sections:
-    """The `extra` records of an index, each kept as JSON bytes until it is first read: opening a
-    session parses none of them (a validation record can be megabytes)."""
+    """The `extra` records of an index, each read and parsed only when first asked for: opening a
+    session reads none of them (a validation record can be megabytes). `source` is the cache file
+    with its meta line and where each record lies in it; a record is read only while the file still
+    has that meta line (another process may have saved a newer cache since)."""
 
-    def __init__(self, raw: dict[str, bytes]) -> None:
-        self._raw = raw
+    def __init__(self, source: tuple[Path, bytes, dict[str, tuple[int, int]]] | None = None) -> None:
+        self._source = source
         self._parsed: dict[str, Any] = {}
 
-    def get(self, key: str, default: Any = None) -> Any:
-        if key in self._parsed:
-            return self._parsed[key]
-        raw = self._raw.get(key)
-        if raw is None:
-            return default
+    def _unread(self) -> dict[str, tuple[int, int]]:
+        return {
+            key: place for key, place in (self._source[2] if self._source else {}).items()
+            if key not in self._parsed
+        }
+
+    def _read(self, key: str) -> bytes | None:
+        assert self._source is not None
+        cache_path, meta_line, places = self._source
+        start, length = places[key]
         try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        self._parsed[key] = value
+            with cache_path.open("rb") as cache:
+                if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC or cache.readline() != meta_line:
+                    return None
+                cache.seek(start)
+                raw = cache.read(length)
+        except OSError:
+            return None
+        return raw if len(raw) == length else None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key not in self._parsed:
+            if key not in self._unread():
+                return default
+            raw = self._read(key)
+            try:
+                self._parsed[key] = json.loads(raw) if raw is not None else None
+            except ValueError:
+                self._parsed[key] = None
+        value = self._parsed[key]
         return value if value is not None else default
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._raw.pop(key, None)
         self._parsed[key] = value
 
-    def pop(self, key: str, default: Any = None) -> Any:
-        value = self.get(key, default)
-        self._raw.pop(key, None)
-        self._parsed.pop(key, None)
-        return value
+    def discard(self, key: str) -> None:
+        self._parsed[key] = None
 
     def encoded(self) -> dict[str, bytes]:
-        """Every record as JSON bytes (the unread ones as they were read)."""
+        """Every record as JSON bytes (the unread ones as they are in the cache file)."""
+        unread = {key: self._read(key) for key in self._unread()}
         return {
-            **self._raw,
-            **{key: json.dumps(value, separators=(",", ":")).encode() for key, value in self._parsed.items()},
+            **{key: raw for key, raw in unread.items() if raw is not None},
+            **{
+                key: json.dumps(value, separators=(",", ":")).encode()
+                for key, value in self._parsed.items()
+                if value is not None
+            },
         }
 
 
@@ -122,7 +144,7 @@ class LineIndex:
     offsets: array = field(default_factory=lambda: array("Q"))
     types: bytearray = field(default_factory=bytearray)
     end: int = 0
-    extra: Sections = field(default_factory=lambda: Sections({}))
+    extra: Sections = field(default_factory=Sections)
     """What other layers keep in the same cache (the fold checkpoints, the validation record);
     dropped on any rebuild."""
 
@@ -226,19 +248,21 @@ def _load(
         with index_path(path).open("rb") as cache:
             if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC:
                 return None
-            meta = json.loads(cache.readline())
+            meta_line = cache.readline()
+            meta = json.loads(meta_line)
             if meta.get("version") != INDEX_VERSION or meta["headerCrc"] != header_crc:
                 return None
             count = meta["count"]
             offsets = array("Q")
             offsets.frombytes(cache.read(count * offsets.itemsize))
             types = bytearray(cache.read(count))
-            sections = {key: cache.read(length) for key, length in meta["sections"].items()}
+            places, start = {}, cache.tell()
+            for key, length in meta["sections"].items():
+                places[str(key)] = (start, int(length))
+                start += int(length)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if len(offsets) != count or len(types) != count or meta["inode"] != stat.st_ino:
-        return None
-    if any(len(raw) != meta["sections"][key] for key, raw in sections.items()):
         return None
     index = LineIndex(
         path=path,
@@ -247,12 +271,12 @@ def _load(
         offsets=offsets,
         types=types,
         end=meta["end"],
-        extra=Sections(sections),
+        extra=Sections((index_path(path), meta_line, places)),
     )
     if stat.st_size == meta["size"] and stat.st_mtime_ns == meta["mtime"]:
         return index, True
     # A record that every line was validated holds for the file exactly as it was (DESIGN §12).
-    index.extra.pop(VALIDATED, None)
+    index.extra.discard(VALIDATED)
     # Changed since. Logs only grow, or lose a torn tail after their last complete line: reuse the
     # index then, if the file still holds the last indexed line where it was. A file of the same
     # size with another mtime was rewritten: index it again.

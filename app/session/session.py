@@ -147,8 +147,6 @@ class Session:
                 "chain": self.chain.key(),
                 "checker": self._checker.state_json(),
             }
-        elif extra.get(VALIDATED, {}).get("events") != len(self.chain):
-            extra.pop(VALIDATED, None)
         if self._view is not None:
             self._view.save()
         else:
