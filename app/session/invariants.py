@@ -26,6 +26,7 @@ from app.session.events import (
     TurnEnd,
     TurnStart,
 )
+from app.session.index import TYPE_CODES, TYPE_NAMES
 
 # Events that happen inside a model step and carry its `turn` and `step`.
 STEP_EVENT_TYPES = frozenset(
@@ -63,7 +64,9 @@ class InvariantChecker:
     """Validates events in log order. `check` is pure; `apply` records an event that passed."""
 
     def __init__(self) -> None:
-        self._types: list[str] = []  # event type by seq, to name what a headerSeq points at
+        # The event type by seq, as the line index's one-byte codes: to name what a headerSeq points
+        # at, and restored from the index at no cost.
+        self._types = bytearray()
         self._header_tools: dict[int, frozenset[str]] = {}
         self._calls: dict[str, _LoggedCall] = {}
         # Every callId so far (assistant messages and tool/calls) and the seq that first used it.
@@ -101,12 +104,13 @@ class InvariantChecker:
         }
 
     @classmethod
-    def restore(cls, state: dict[str, Any], types: list[str]) -> InvariantChecker:
-        """The checker `state_json` described; `types` the event type of every seq before `next`."""
-        if len(types) != state["next"]:
+    def restore(cls, state: dict[str, Any], types: bytes | bytearray) -> InvariantChecker:
+        """The checker `state_json` described; `types` the code (`app.session.index.TYPE_CODES`) of
+        every event before `next`."""
+        if len(types) < state["next"]:
             raise ValueError("the event types do not match the checker state")
         checker = cls()
-        checker._types = types
+        checker._types = bytearray(types[: state["next"]])
         checker._header_tools = {seq: frozenset(tools) for seq, tools in state["headerTools"]}
         checker._calls = {call_id: _LoggedCall._make(call) for call_id, call in state["calls"].items()}
         checker._call_ids = dict(state["callIds"])
@@ -263,7 +267,7 @@ class InvariantChecker:
             return _("headerSeq {seq} points at no earlier event").format(seq=header_seq)
         if header_seq not in self._header_tools:
             return _("headerSeq {seq} points at a {type} event, not a request/header").format(
-                seq=header_seq, type=self._types[header_seq]
+                seq=header_seq, type=TYPE_NAMES.get(self._types[header_seq], "?")
             )
         return None
 
@@ -271,7 +275,7 @@ class InvariantChecker:
 
     def apply(self, event: Envelope) -> None:
         """Record an event that `check` accepted."""
-        self._types.append(event.type)
+        self._types.append(TYPE_CODES[event.type])
         specific = _APPLIERS.get(event.type)
         if specific is not None:
             specific(self, event)

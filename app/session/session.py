@@ -18,7 +18,7 @@ from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError
 from app.session.events import Event, SessionHeader, encode_event
 from app.session.history import ToolHistory
-from app.session.index import TYPE_NAMES, VALIDATED, save_index
+from app.session.index import VALIDATED, save_index
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.reader import ParentResolver, TornTail, parse_line
@@ -93,10 +93,8 @@ class Session:
             return None
         if record.get("events", -1) > len(self.chain):
             return None
-        types = self.chain.types
         try:
-            names = [TYPE_NAMES[code] for code in types[: record["events"]]]
-            return InvariantChecker.restore(record["checker"], names)
+            return InvariantChecker.restore(record["checker"], self.chain.types)
         except (KeyError, TypeError, ValueError):
             return None
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session.events import CompactionSummary, Envelope, encode_event, encode_header
-from app.session.index import INDEX_MAGIC, index_path
+from app.session.index import INDEX_MAGIC, TYPE_CODES, index_path
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.session import Session
@@ -330,7 +330,7 @@ def test_a_checker_restored_from_its_json_state_goes_on_like_the_original(
     for event in log.events[:split]:
         first.feed(event)
     state = json.loads(json.dumps(first.state_json()))
-    restored = InvariantChecker.restore(state, [event.type for event in log.events[:split]])
+    restored = InvariantChecker.restore(state, bytes(TYPE_CODES[event.type] for event in log.events[:split]))
     for event in log.events[split:]:
         restored.feed(event)
 
