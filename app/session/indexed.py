@@ -41,6 +41,7 @@ from app.session.view import (
     Turn,
     WindowBase,
     item_of,
+    open_step_of,
 )
 
 CHECKPOINT_EVERY = 1024
@@ -330,10 +331,7 @@ class IndexedView:
 
     @property
     def open_step(self) -> Step | None:
-        turn = self.open_turn
-        if turn is not None and turn.steps and turn.steps[-1].open:
-            return turn.steps[-1]
-        return None
+        return open_step_of(self.open_turn)
 
     def apply(self, event: Envelope) -> None:
         """Follow an event just added to the chain (its seq is the chain's last)."""

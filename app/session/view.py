@@ -369,10 +369,7 @@ class SessionView:
 
     @property
     def open_step(self) -> Step | None:
-        turn = self.open_turn
-        if turn is not None and turn.steps and turn.steps[-1].open:
-            return turn.steps[-1]
-        return None
+        return open_step_of(self.open_turn)
 
     def apply(self, event: Envelope) -> None:
         item = item_of(event)
@@ -545,6 +542,13 @@ def _compaction(event: CompactionSummary) -> SummaryItem:
     return SummaryItem(
         seq=event.seq, summary=data.summary, up_to_seq=data.up_to_seq, sequence=data.sequence
     )
+
+
+def open_step_of(turn: Turn | None) -> Step | None:
+    """The open step of the open turn `turn`, if any."""
+    if turn is not None and turn.steps and turn.steps[-1].open:
+        return turn.steps[-1]
+    return None
 
 
 _ITEM_MAKERS: dict[type, Callable[[Envelope], Item]] = {
