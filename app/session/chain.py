@@ -282,8 +282,12 @@ class Chain:
         yield len(self)
 
     def key(self) -> list[list[object]]:
-        """The ancestors as this chain sees them: what a record kept in the own index depends on."""
-        return [[str(segment.path), segment.first_seq, segment.count] for segment in self.segments[:-1]]
+        """The ancestors as this chain sees them — file, inode, seqs and where the inherited lines
+        end — what a record kept in the own index depends on."""
+        return [
+            [str(segment.path), _inode(segment.path), segment.first_seq, segment.count, _inherited_end(segment)]
+            for segment in self.segments[:-1]
+        ]
 
     def _validate_batch(self, segment: Segment, start: int, stop: int, checker: InvariantChecker) -> None:
         """Seqs `start..stop-1` of `segment`, in one tight loop: a valid line costs one pydantic
@@ -427,3 +431,20 @@ def _is_json(line: bytes) -> bool:
     except ValueError:  # bad UTF-8, malformed or too deeply nested JSON
         return False
     return True
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _inherited_end(segment: Segment) -> int:
+    """The offset just past the last line a descendant inherits from `segment`'s file."""
+    if not segment.count:
+        return segment.index.header_end
+    if segment.count <= len(segment.index):
+        return segment.index.span(segment.count - 1)[1] + 1
+    assert segment.last_line is not None
+    return segment.index.end + len(segment.last_line)

@@ -366,3 +366,21 @@ def test_a_worker_thread_validates_with_progress_while_the_tail_is_read(big_log:
     assert {total for _done, total in reports} == {100_100} and reports[-1][0] < index - 1
     assert len(failures) == 1 and failures[0].line == index + 1
     assert not session.validated
+
+
+def test_a_forks_record_does_not_cover_a_parent_replaced_since(logs) -> None:
+    parent_lines = logs.completed_turn()
+    parent = logs.write("p", parent_lines)
+    child = logs.write("c", logs.completed_turn(9, turn=2, call_id="c9"), parent={"id": "p", "seq": 8})
+    Session.open(child).load()
+    assert "validated" in _cache_meta(child)["sections"]
+    # The parent replaced by a file whose inherited turn reuses a callId: same lines, same count.
+    broken = [line.replace(b'"callId":"c1"', b'"callId":"c9"') for line in parent_lines]
+    replacement = parent.with_name("p.new")
+    replacement.write_bytes(logs.header("p") + b"\n" + b"".join(line + b"\n" for line in broken))
+    os.replace(replacement, parent)
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(child)
+
+    assert caught.value.path == child and "'c9'" in caught.value.reason
