@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from app.i18n import _
 from app.session.events import (
@@ -52,12 +52,9 @@ class PendingCall:
     started: bool
 
 
-class _LoggedCall(NamedTuple):
-    """A tuple, so that the checker's state is JSON as it is (`state_json` costs one C pass)."""
-
-    seq: int
-    turn: int
-    name: str
+# A logged tool/call as (seq, turn, tool name): a plain tuple, so that the checker's state is JSON
+# as it is and is restored from JSON lists without a conversion per call.
+_SEQ, _TURN, _NAME = 0, 1, 2
 
 
 class InvariantChecker:
@@ -68,7 +65,7 @@ class InvariantChecker:
         # at, and restored from the index at no cost.
         self._types = bytearray()
         self._header_tools: dict[int, frozenset[str]] = {}
-        self._calls: dict[str, _LoggedCall] = {}
+        self._calls: dict[str, tuple[int, int, str] | list[Any]] = {}
         # Every callId so far (assistant messages and tool/calls) and the seq that first used it.
         self._call_ids: dict[str, int] = {}
         self._results: dict[str, int] = {}
@@ -112,7 +109,7 @@ class InvariantChecker:
         checker = cls()
         checker._types = bytearray(types[: state["next"]])
         checker._header_tools = {seq: frozenset(tools) for seq, tools in state["headerTools"]}
-        checker._calls = {call_id: _LoggedCall._make(call) for call_id, call in state["calls"].items()}
+        checker._calls = dict(state["calls"])
         checker._call_ids = dict(state["callIds"])
         checker._results = dict(state["results"])
         checker._last_turn, checker._open_turn, checker._last_step, checker._open_step = state["turn"]
@@ -210,7 +207,7 @@ class InvariantChecker:
         earlier = self._calls.get(event.data.call_id)
         if earlier is not None:
             return _("callId {id!r} was already used by the tool/call at seq {seq}").format(
-                id=event.data.call_id, seq=earlier.seq
+                id=event.data.call_id, seq=earlier[_SEQ]
             )
         return None
 
@@ -234,17 +231,17 @@ class InvariantChecker:
         call = self._calls.get(call_id)
         if call is None:
             return _("tool/result answers callId {id!r}, which has no earlier tool/call").format(id=call_id)
-        if call.turn != event.data.turn:
+        if call[_TURN] != event.data.turn:
             return _("tool/result in turn {turn} answers callId {id!r}, a tool/call of turn {call_turn}").format(
-                turn=event.data.turn, id=call_id, call_turn=call.turn
+                turn=event.data.turn, id=call_id, call_turn=call[_TURN]
             )
         if call_id in self._results:
             return _("callId {id!r} already has a tool/result (seq {seq})").format(
                 id=call_id, seq=self._results[call_id]
             )
-        if call.name != event.data.name:
+        if call[_NAME] != event.data.name:
             return _("tool/result names tool {name!r}, but the tool/call {id!r} was to {call_name!r}").format(
-                name=event.data.name, id=call_id, call_name=call.name
+                name=event.data.name, id=call_id, call_name=call[_NAME]
             )
         return None
 
@@ -308,7 +305,7 @@ class InvariantChecker:
 
     def _record_call(self, event: ToolCall) -> None:
         data = event.data
-        self._calls[data.call_id] = _LoggedCall(event.seq, data.turn, data.name)
+        self._calls[data.call_id] = (event.seq, data.turn, data.name)
         self._call_ids.setdefault(data.call_id, event.seq)
         self._pending[data.call_id] = PendingCall(data.call_id, data.name, data.arguments, started=True)
 
