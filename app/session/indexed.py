@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
@@ -45,6 +46,7 @@ from app.session.view import (
 )
 
 CHECKPOINT_EVERY = 1024
+TURN_CACHE_SIZE = 256
 BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
 
 T = TypeVar("T")
@@ -289,6 +291,7 @@ class IndexedView:
         self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
         self._load_checkpoints()
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
+        self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self.requests: LazyList[ModelRequest] = LazyList(lambda: len(self._requests), self.request)
         self.turns: LazyList[Turn] = LazyList(lambda: len(self._turn_starts), self.turn)
         self.items: LazyList[Item] = LazyList(lambda: len(self._items), self.item, self.item_run)
@@ -361,11 +364,23 @@ class IndexedView:
         return view.requests[0]
 
     def turn(self, index: int) -> Turn:
+        """Turn `index + 1`. The last few built are kept, so reading one twice gives the same object
+        (and its steps), as `SessionView` does; a turn that may still grow is built again once the
+        log has."""
+        last = index + 1 >= len(self._turn_starts)
+        key = (index, len(self._chain) if last else None)
+        cached = self._turn_cache.get(key)
+        if cached is not None:
+            self._turn_cache.move_to_end(key)
+            return cached
         start = self._turn_starts.nth(index)
-        stop = self._turn_starts.nth(index + 1) if index + 1 < len(self._turn_starts) else len(self._chain)
+        stop = len(self._chain) if last else self._turn_starts.nth(index + 1)
         view = SessionView.seeded(self.header, self._state_at(start).seed(self._chain))
         for event in self._chain.events(start, stop):
             view.apply(event)
+        self._turn_cache[key] = view.turns[0]
+        if len(self._turn_cache) > TURN_CACHE_SIZE:
+            self._turn_cache.popitem(last=False)
         return view.turns[0]
 
     def item(self, index: int) -> Item:
