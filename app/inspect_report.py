@@ -20,13 +20,13 @@ from app.i18n import _, ngettext
 from app.llm.routes import Route, RouteCatalog, RouteConfigError
 from app.pager import show
 from app.paths import config_file, sessions_dir
-from app.report.json import report_json
-from app.report.model import inspect_requests
+from app.report.json import write_report_json
+from app.report.model import inspect_requests, iter_reports
 from app.report.text import render_text
 from app.session.errors import SessionError, SessionNotFoundError
 from app.session.events import SESSION_ID_PATTERN
 from app.session.session import Session
-from app.terminal import colour_enabled, json_text, print_error, print_warning
+from app.terminal import colour_enabled, print_error, print_warning
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -48,6 +48,10 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         return _fail(str(error), EXIT_USAGE)
     try:
         session = Session.open(resolve_session(args.session))
+        if args.request is None:
+            # Every request is read anyway: validate strictly first, so that a corrupt log is
+            # refused before any output. One request costs only what it reads (DESIGN §12).
+            session.load()
         requests = session.view().requests
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
@@ -61,19 +65,25 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
             ).format(n=args.request, count=len(requests)),
             EXIT_USAGE,
         )
-    reports = inspect_requests(requests, routes, only=args.request)
-    if args.json:
-        print(json_text(report_json(session.id, reports, diffs=args.diff), indent=2))
-    else:
-        text = render_text(
-            session.id,
-            len(requests),
-            reports,
-            color=colour_enabled(sys.stdout),
-            bodies=args.body,
-            diffs=args.diff,
-        )
-        show(text, paged=not args.no_pager)
+    try:
+        if args.json:
+            # Streamed request by request: a long session's report never sits whole in memory.
+            write_report_json(
+                sys.stdout, session.id, iter_reports(requests, routes, only=args.request), diffs=args.diff
+            )
+            return EXIT_OK
+        reports = inspect_requests(requests, routes, only=args.request)
+    except SessionError as error:  # a line read only now (one request's events) is corrupt
+        return _fail(str(error), EXIT_FAILURE)
+    text = render_text(
+        session.id,
+        len(requests),
+        reports,
+        color=colour_enabled(sys.stdout),
+        bodies=args.body,
+        diffs=args.diff,
+    )
+    show(text, paged=not args.no_pager)
     return EXIT_OK
 
 

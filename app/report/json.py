@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import textwrap
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 from app.report.model import RequestReport, RouteReport, ToolChange
+from app.terminal import json_text
 
 
-def report_json(
-    session_id: str, reports: Sequence[RequestReport], *, diffs: bool = False
-) -> dict[str, Any]:
-    """With `diffs`, each route also has `body_diff`: the unified diff's lines."""
+def write_report_json(
+    out: TextIO, session_id: str, reports: Iterable[RequestReport], *, diffs: bool = False
+) -> None:
+    """The JSON report written request by request (a long session's never sits whole in memory):
+    the same document as `json_text({"session": …, "requests": […]}, indent=2)`. With `diffs`,
+    each route also has `body_diff`: the unified diff's lines."""
+    out.write("{\n  \"session\": " + json_text(session_id) + ',\n  "requests": [')
+    separator = "\n"
+    for report in reports:
+        request = json_text(_request_json(report, diffs), indent=2)
+        out.write(separator + textwrap.indent(request, "    "))
+        separator = ",\n"
+    out.write("\n  ]\n}\n" if separator != "\n" else "]\n}\n")
+
+
+def _request_json(report: RequestReport, diffs: bool) -> dict[str, Any]:
     return {
-        "session": session_id,
-        "requests": [
-            {
-                "index": report.request.index,
-                "turn": report.request.turn,
-                "step": report.request.step,
-                "sent_on": report.request.route,
-                "tool_change": _change_json(report.tool_change),
-                "routes": {item.route.id: _route_json(item, diffs) for item in report.routes},
-            }
-            for report in reports
-        ],
+        "index": report.request.index,
+        "turn": report.request.turn,
+        "step": report.request.step,
+        "sent_on": report.request.route,
+        "tool_change": _change_json(report.tool_change),
+        "routes": {item.route.id: _route_json(item, diffs) for item in report.routes},
     }
 
 

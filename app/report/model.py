@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,16 +104,23 @@ class RequestReport:
 def inspect_requests(
     requests: Sequence[ModelRequest], routes: Sequence[Route], *, only: int | None = None
 ) -> list[RequestReport]:
-    """Reports for every request (or request number `only`) on every route.
+    return list(iter_reports(requests, routes, only=only))
+
+
+def iter_reports(
+    requests: Sequence[ModelRequest], routes: Sequence[Route], *, only: int | None = None
+) -> Iterator[RequestReport]:
+    """Reports for every request (or request number `only`) on every route, one at a time, so a
+    long session's report can be written as it is built.
 
     The prefix of a request is compared with the previous request's body on the same route, so
     that one is rendered too even when only one request is reported.
     """
     first = 0 if only is None else max(only - 2, 0)
     last = len(requests) if only is None else only
-    reports: list[RequestReport] = []
     previous: dict[str, WireRequest | None] = {}
-    for request in requests[first:last]:
+    earlier: ModelRequest | None = requests[first - 1] if first > 0 else None
+    for request in _requests_between(requests, first, last):
         route_reports = []
         for route in routes:
             if route.id in previous:
@@ -123,10 +130,16 @@ def inspect_requests(
             previous[route.id] = report.wire
             route_reports.append(report)
         if only is None or request.index == only:
-            earlier = requests[request.index - 2] if request.index > 1 else None
-            change = tool_change(earlier, request)
-            reports.append(RequestReport(request, tuple(route_reports), change))
-    return reports
+            yield RequestReport(request, tuple(route_reports), tool_change(earlier, request))
+        earlier = request
+
+
+def _requests_between(
+    requests: Sequence[ModelRequest], first: int, last: int
+) -> Iterator[ModelRequest]:
+    """`requests[first:last]` one at a time: a lazy sequence builds each request only when asked."""
+    for position in range(first, last):
+        yield requests[position]
 
 
 def tool_change(previous: ModelRequest | None, request: ModelRequest) -> ToolChange:

@@ -7,7 +7,8 @@ advances `last_seq`. That is what lets a cold reduction skip parsing most lines 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from app.session.events import (
     DeveloperMessage,
@@ -84,8 +85,34 @@ EMPTY_HISTORY = ToolHistory(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryState:
+    """Where a reducer stands, by reference to events: the header that started the current
+    projection sequence, the header in force, whether that header started it, and the developer
+    messages that made the updates. A checkpoint keeps this; `ToolHistoryReducer.restore` rebuilds
+    the reducer from it by reading those few events."""
+
+    start_seq: int | None
+    header_seq: int | None
+    header_started: bool
+    update_seqs: tuple[int, ...]
+
+    def to_json(self) -> list[object]:
+        return [self.start_seq, self.header_seq, self.header_started, list(self.update_seqs)]
+
+    @classmethod
+    def from_json(cls, value: list) -> HistoryState:  # type: ignore[type-arg]
+        start_seq, header_seq, started, updates = value
+        return cls(start_seq, header_seq, bool(started), tuple(updates))
+
+
+EventAt = Callable[[int], Envelope]
+"""The event of a seq, for a reducer that does not hold every header it has seen."""
+
+
 class ToolHistoryReducer:
-    """Folds events one at a time; `snapshot()` is cheap and shares unchanged parts."""
+    """Folds events one at a time; `snapshot()` is O(1) between changes: snapshots share the
+    update and declaration tuples until an update or declaration changes them."""
 
     __slots__ = (
         "_sequence",
@@ -100,11 +127,14 @@ class ToolHistoryReducer:
         "_start_seq",
         "_header_started",
         "_headers",
+        "_event_at",
         "_last_seq",
         "_cached",
+        "_updates_tuple",
+        "_declared_tuple",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, event_at: EventAt | None = None) -> None:
         self._sequence = 0
         self._initial: tuple[ToolDefinition, ...] = ()
         self._system = ""
@@ -117,8 +147,56 @@ class ToolHistoryReducer:
         self._start_seq: int | None = None
         self._header_started = False
         self._headers: dict[int, dict[str, ToolDefinition]] = {}
+        self._event_at = event_at
         self._last_seq = -1
         self._cached: ToolHistory | None = EMPTY_HISTORY
+        self._updates_tuple: tuple[HistoryUpdate, ...] = ()
+        self._declared_tuple: tuple[ToolDefinition, ...] | None = ()
+
+    @classmethod
+    def restore(cls, state: HistoryState, last_seq: int, event_at: EventAt) -> ToolHistoryReducer:
+        """The reducer as it stood after `last_seq`, rebuilt from `state` by replaying the events
+        that made it (the starting header, its updates, the header in force)."""
+        reducer = cls(event_at)
+        if state.start_seq is not None:
+            start = event_at(state.start_seq)
+            assert isinstance(start, RequestHeader)
+            reducer._start_over(state.start_seq, start.data)
+            reducer._header_seq = state.start_seq
+            reducer._current, reducer._current_system = start.data.tools, start.data.system
+            reducer._header_started = False
+            for seq in state.update_seqs:
+                message = event_at(seq)
+                assert isinstance(message, DeveloperMessage)
+                reducer._developer(message)
+        if state.header_seq is not None:
+            current = event_at(state.header_seq)
+            assert isinstance(current, RequestHeader)
+            reducer._current, reducer._current_system = current.data.tools, current.data.system
+            reducer._header_seq = state.header_seq
+        reducer._header_started = state.header_started
+        reducer._last_seq = last_seq
+        reducer._cached = None
+        return reducer
+
+    def state(self) -> HistoryState:
+        return HistoryState(
+            self._start_seq,
+            self._header_seq,
+            self._header_started,
+            tuple(update.seq for update in self._updates),
+        )
+
+    def copy(self) -> ToolHistoryReducer:
+        """An independent reducer in the same state (the containers copied, the values shared)."""
+        twin = ToolHistoryReducer(self._event_at)
+        for name in self.__slots__:
+            setattr(twin, name, getattr(self, name))
+        twin._declared = dict(self._declared)
+        twin._declared_json = dict(self._declared_json)
+        twin._updates = list(self._updates)
+        twin._headers = dict(self._headers)
+        return twin
 
     @property
     def last_seq(self) -> int:
@@ -135,22 +213,25 @@ class ToolHistoryReducer:
         """Note that events up to `seq` were seen (the ones carrying no tool history)."""
         if seq > self._last_seq:
             self._last_seq = seq
-            self._cached = None
 
     def snapshot(self) -> ToolHistory:
         if self._cached is None:
+            if self._declared_tuple is None:
+                self._declared_tuple = tuple(self._declared.values())
             self._cached = ToolHistory(
                 sequence=self._sequence,
                 initial=self._initial,
                 system=self._system,
-                updates=tuple(self._updates),
-                declared=tuple(self._declared.values()),
+                updates=self._updates_tuple,
+                declared=self._declared_tuple,
                 current=self._current,
                 current_system=self._current_system,
                 header_seq=self._header_seq,
                 start_seq=self._start_seq,
                 last_seq=self._last_seq,
             )
+        elif self._cached.last_seq != self._last_seq:
+            self._cached = replace(self._cached, last_seq=self._last_seq)
         return self._cached
 
     # --- the rules ---------------------------------------------------------------------------------
@@ -184,6 +265,8 @@ class ToolHistoryReducer:
         self._declared = {tool.name: tool for tool in header.tools}
         self._declared_json = {tool.name: canonical_tool(tool) for tool in header.tools}
         self._updates = []
+        self._updates_tuple = ()
+        self._declared_tuple = None
         self._start_seq = seq
         self._header_started = True
 
@@ -197,10 +280,11 @@ class ToolHistoryReducer:
         else:
             additions = []
             for addition in message.additions:
-                definition = self._headers[addition.header_seq][addition.name]
+                definition = self._header_tools(addition.header_seq)[addition.name]
                 if definition.name not in self._declared:
                     self._declared[definition.name] = definition
                     self._declared_json[definition.name] = canonical_tool(definition)
+                    self._declared_tuple = None
                 additions.append(definition)
             update = HistoryUpdate(
                 message_id=message.id,
@@ -209,4 +293,15 @@ class ToolHistoryReducer:
                 removals=message.removals,
             )
         self._updates.append(update)
+        self._updates_tuple = (*self._updates_tuple, update)
         self._cached = None
+
+    def _header_tools(self, seq: int) -> dict[str, ToolDefinition]:
+        tools = self._headers.get(seq)
+        if tools is None and self._event_at is not None:
+            header = self._event_at(seq)
+            if isinstance(header, RequestHeader):
+                tools = self._headers[seq] = {tool.name: tool for tool in header.data.tools}
+        if tools is None:
+            raise KeyError(seq)
+        return tools

@@ -26,6 +26,7 @@ from app.session.events import (
     TurnEnd,
     TurnStart,
 )
+from app.session.index import TYPE_CODES, TYPE_NAMES
 
 # Events that happen inside a model step and carry its `turn` and `step`.
 STEP_EVENT_TYPES = frozenset(
@@ -51,20 +52,20 @@ class PendingCall:
     started: bool
 
 
-@dataclass(frozen=True, slots=True)
-class _LoggedCall:
-    seq: int
-    turn: int
-    name: str
+# A logged tool/call as (seq, turn, tool name): a plain tuple, so that the checker's state is JSON
+# as it is and is restored from JSON lists without a conversion per call.
+_SEQ, _TURN, _NAME = 0, 1, 2
 
 
 class InvariantChecker:
     """Validates events in log order. `check` is pure; `apply` records an event that passed."""
 
     def __init__(self) -> None:
-        self._types: list[str] = []  # event type by seq, to name what a headerSeq points at
+        # The event type by seq, as the line index's one-byte codes: to name what a headerSeq points
+        # at, and restored from the index at no cost.
+        self._types = bytearray()
         self._header_tools: dict[int, frozenset[str]] = {}
-        self._calls: dict[str, _LoggedCall] = {}
+        self._calls: dict[str, tuple[int, int, str] | list[Any]] = {}
         # Every callId so far (assistant messages and tool/calls) and the seq that first used it.
         self._call_ids: dict[str, int] = {}
         self._results: dict[str, int] = {}
@@ -85,6 +86,38 @@ class InvariantChecker:
     @property
     def open_step(self) -> int | None:
         return self._open_step
+
+    def state_json(self) -> dict[str, Any]:
+        """What `restore` needs to go on checking after the last event fed, as JSON (kept in the
+        line index by a process that validated the whole log, so the writer need not again)."""
+        return {
+            "next": len(self._types),
+            "headerTools": [[seq, sorted(tools)] for seq, tools in self._header_tools.items()],
+            "calls": self._calls,
+            "callIds": self._call_ids,
+            "results": self._results,
+            "turn": [self._last_turn, self._open_turn, self._last_step, self._open_step],
+            "pending": [[p.call_id, p.name, p.arguments, p.started] for p in self._pending.values()],
+        }
+
+    @classmethod
+    def restore(cls, state: dict[str, Any], types: bytes | bytearray) -> InvariantChecker:
+        """The checker `state_json` described; `types` the code (`app.session.index.TYPE_CODES`) of
+        every event before `next`."""
+        if len(types) < state["next"]:
+            raise ValueError("the event types do not match the checker state")
+        checker = cls()
+        checker._types = bytearray(types[: state["next"]])
+        checker._header_tools = {seq: frozenset(tools) for seq, tools in state["headerTools"]}
+        checker._calls = dict(state["calls"])
+        checker._call_ids = dict(state["callIds"])
+        checker._results = dict(state["results"])
+        checker._last_turn, checker._open_turn, checker._last_step, checker._open_step = state["turn"]
+        checker._pending = {
+            call_id: PendingCall(call_id, name, arguments, started)
+            for call_id, name, arguments, started in state["pending"]
+        }
+        return checker
 
     def call_id_taken(self, call_id: str) -> bool:
         """Whether an earlier assistant message or tool/call already used `call_id`."""
@@ -174,7 +207,7 @@ class InvariantChecker:
         earlier = self._calls.get(event.data.call_id)
         if earlier is not None:
             return _("callId {id!r} was already used by the tool/call at seq {seq}").format(
-                id=event.data.call_id, seq=earlier.seq
+                id=event.data.call_id, seq=earlier[_SEQ]
             )
         return None
 
@@ -198,17 +231,17 @@ class InvariantChecker:
         call = self._calls.get(call_id)
         if call is None:
             return _("tool/result answers callId {id!r}, which has no earlier tool/call").format(id=call_id)
-        if call.turn != event.data.turn:
+        if call[_TURN] != event.data.turn:
             return _("tool/result in turn {turn} answers callId {id!r}, a tool/call of turn {call_turn}").format(
-                turn=event.data.turn, id=call_id, call_turn=call.turn
+                turn=event.data.turn, id=call_id, call_turn=call[_TURN]
             )
         if call_id in self._results:
             return _("callId {id!r} already has a tool/result (seq {seq})").format(
                 id=call_id, seq=self._results[call_id]
             )
-        if call.name != event.data.name:
+        if call[_NAME] != event.data.name:
             return _("tool/result names tool {name!r}, but the tool/call {id!r} was to {call_name!r}").format(
-                name=event.data.name, id=call_id, call_name=call.name
+                name=event.data.name, id=call_id, call_name=call[_NAME]
             )
         return None
 
@@ -231,7 +264,7 @@ class InvariantChecker:
             return _("headerSeq {seq} points at no earlier event").format(seq=header_seq)
         if header_seq not in self._header_tools:
             return _("headerSeq {seq} points at a {type} event, not a request/header").format(
-                seq=header_seq, type=self._types[header_seq]
+                seq=header_seq, type=TYPE_NAMES.get(self._types[header_seq], "?")
             )
         return None
 
@@ -239,7 +272,7 @@ class InvariantChecker:
 
     def apply(self, event: Envelope) -> None:
         """Record an event that `check` accepted."""
-        self._types.append(event.type)
+        self._types.append(TYPE_CODES[event.type])
         specific = _APPLIERS.get(event.type)
         if specific is not None:
             specific(self, event)
@@ -272,7 +305,7 @@ class InvariantChecker:
 
     def _record_call(self, event: ToolCall) -> None:
         data = event.data
-        self._calls[data.call_id] = _LoggedCall(event.seq, data.turn, data.name)
+        self._calls[data.call_id] = (event.seq, data.turn, data.name)
         self._call_ids.setdefault(data.call_id, event.seq)
         self._pending[data.call_id] = PendingCall(data.call_id, data.name, data.arguments, started=True)
 

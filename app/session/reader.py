@@ -1,18 +1,14 @@
-"""The strict session-log reader (DESIGN §2). It never writes and never changes a file.
+"""The strict session-log reader (DESIGN §2): one line at a time. It never changes a session file.
 
-Reading is two-phase so that opening a session stays cheap: `read_raw` reads the bytes of a file and
-of its parent chain and validates only the header lines; `parse_events` validates every event line
-and the invariants. A torn last line (a crash artefact) is reported, not raised; only the writer
-sets it aside.
+`parse_header_line` validates line 1, `decode_event_line` one event line, `parse_line` an event line
+against the cross-event rules too; errors name file, line and a specific reason. Opening a session
+and its parent chain through line indexes is `app.session.chain`'s job.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import gc
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,7 +16,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from app.i18n import _
-from app.session.errors import SessionCorruptionError, SessionNotFoundError, UnsupportedFormatError
+from app.session.errors import SessionCorruptionError, UnsupportedFormatError
 from app.session.events import (
     EVENT_ADAPTER,
     EVENT_TYPES,
@@ -41,38 +37,11 @@ ParentResolver = Callable[[str], Path]
 
 
 @dataclass(frozen=True, slots=True)
-class RawSegment:
-    """The complete event lines of one file of the chain (the header line excluded).
-
-    `max_seq` is the last seq a child inherits from this file (None for the session's own file);
-    `offset` is where `data` starts in the file, `first_line` its 1-based line number.
-    """
-
-    path: Path
-    data: bytes
-    first_line: int
-    max_seq: int | None
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
 class TornTail:
     """An unterminated, unparsable last line: the bytes a crash left mid-write, and where they start."""
 
     offset: int
     data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class RawSession:
-    path: Path
-    header: SessionHeader
-    segments: tuple[RawSegment, ...]
-    torn: TornTail | None
-
-    @property
-    def own(self) -> RawSegment:
-        return self.segments[-1]
 
 
 class EventLineError(Exception):
@@ -84,122 +53,7 @@ class EventLineError(Exception):
         self.unsupported = unsupported
 
 
-# --- raw reading ---------------------------------------------------------------------------------
-
-
-def read_raw(path: Path | str, *, resolve_parent: ParentResolver | None = None) -> RawSession:
-    """Read a session file and its parent chain; validate the header lines only.
-
-    `resolve_parent(id)` maps a parent id to its file; by default `<id>.jsonl` next to the child.
-    The chain is walked in a loop, not by recursion: a fork chain of any length costs no stack.
-    """
-    chain = [_read_file(Path(path))]  # the session first, then its parent, grandparent, …
-    visited = {chain[0].path.resolve()}
-    while chain[-1].header.parent is not None:
-        parent_path = _parent_path(chain[-1], resolve_parent, visited)
-        visited.add(parent_path.resolve())
-        chain.append(_read_file(parent_path))
-    return _inherited(chain)
-
-
-def _read_file(path: Path) -> RawSession:
-    """One file of a chain on its own: its header, its complete event lines, its torn tail."""
-    try:
-        # Header line and body read separately: a large body is never copied once more.
-        with path.open("rb") as handle:
-            first_line = handle.readline()
-            body = handle.read()
-    except FileNotFoundError:
-        raise SessionNotFoundError(str(path)) from None
-    if not first_line:
-        raise SessionCorruptionError(path, 1, _("missing session header: the file is empty"))
-    header_end = len(first_line)
-    header = _parse_header(path, first_line.rstrip(b"\n"))
-    torn = None
-    if body and not body.endswith(b"\n"):
-        last_start = body.rfind(b"\n") + 1
-        if not _is_json(body[last_start:]):
-            torn = TornTail(offset=header_end + last_start, data=body[last_start:])
-            body = body[:last_start]
-    own = RawSegment(path=path, data=body, first_line=2, max_seq=None, offset=header_end)
-    return RawSession(path=path, header=header, segments=(own,), torn=torn)
-
-
-def _parent_path(
-    child: RawSession, resolve_parent: ParentResolver | None, visited: set[Path]
-) -> Path:
-    """The file of `child`'s parent; refused when the file is missing, or already
-    in the chain (a loop)."""
-    assert child.header.parent is not None
-    path, parent_id = child.path, child.header.parent.id
-    # The header's model admits only plain ids (`SESSION_ID_PATTERN`): never a path elsewhere.
-    if resolve_parent is not None:
-        parent_path = resolve_parent(parent_id)
-    else:
-        parent_path = path.parent / f"{parent_id}.jsonl"
-    if parent_path.resolve() in visited:
-        raise SessionCorruptionError(
-            path, 1, _("the parent chain loops back to {path}").format(path=parent_path)
-        )
-    if not parent_path.is_file():
-        raise SessionCorruptionError(
-            path,
-            1,
-            _("parent session {id} not found (looked for {path})").format(
-                id=parent_id, path=parent_path
-            ),
-        )
-    return parent_path
-
-
-def _inherited(chain: list[RawSession]) -> RawSession:
-    """The session `chain[0]` with every ancestor's segment limited to what it inherits (`0..seq`
-    of each fork on the way down), ancestors first."""
-    # Root first, as each link needs its parent's line count; the error nearest the root wins.
-    for child, parent in reversed(list(zip(chain, chain[1:]))):
-        _check_fork_point(child, parent)
-    segments: list[RawSegment] = []
-    limit: int | None = None
-    for file in chain:
-        segments.append(dataclasses.replace(file.own, max_seq=limit))
-        if file.header.parent is not None:
-            fork_seq = file.header.parent.seq
-            limit = fork_seq if limit is None else min(limit, fork_seq)
-    session = chain[0]
-    return dataclasses.replace(session, segments=tuple(reversed(segments)))
-
-
-def _check_fork_point(child: RawSession, parent: RawSession) -> None:
-    # Counting lines is enough here: a valid log has one event per line, seq contiguous; a log
-    # that is not valid fails in parse_events with a line-precise reason.
-    assert child.header.parent is not None
-    fork_seq = child.header.parent.seq
-    parent_base = parent.header.parent.seq + 1 if parent.header.parent is not None else 0
-    parent_last = parent_base + count_lines(parent.own.data) - 1
-    if fork_seq > parent_last:
-        raise SessionCorruptionError(
-            child.path,
-            1,
-            _("parent.seq {seq} is beyond the last event of parent session {id} (seq {last})").format(
-                seq=fork_seq, id=child.header.parent.id, last=parent_last
-            ),
-        )
-
-
-def count_lines(data: bytes) -> int:
-    """Lines in `data`, an unterminated last line included."""
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
-def _is_json(line: bytes) -> bool:
-    try:
-        loads(line)
-    except ValueError:  # bad UTF-8, malformed or too deeply nested JSON
-        return False
-    return True
-
-
-def _parse_header(path: Path, line: bytes) -> SessionHeader:
+def parse_header_line(path: Path, line: bytes) -> SessionHeader:
     if not line.strip():
         raise SessionCorruptionError(path, 1, _("missing session header: line 1 is blank"))
     try:
@@ -385,55 +239,7 @@ def _json_path(obj: Any, loc: tuple[Any, ...]) -> str:
     return "".join(parts)
 
 
-# --- whole sessions ------------------------------------------------------------------------------------
-
-
-def parse_events(raw: RawSession, checker: InvariantChecker | None = None) -> list[Event]:
-    """Every event the session sees, inherited first, each validated strictly and against the invariants.
-
-    Pass `checker` to keep the invariant state for events appended later.
-    """
-    checker = checker if checker is not None else InvariantChecker()
-    events: list[Event] = []
-    with _collection_paused():
-        for index, segment in enumerate(raw.segments):
-            events.extend(parse_segment(segment, checker))
-            if segment.max_seq is not None and checker.next_seq <= segment.max_seq:
-                child = raw.segments[index + 1]
-                raise SessionCorruptionError(
-                    child.path,
-                    1,
-                    _("the parent session ends at seq {last}, before parent.seq {seq}").format(
-                        last=checker.next_seq - 1, seq=segment.max_seq
-                    ),
-                )
-    return events
-
-
-@contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector during a bulk parse.
-
-    Every parsed event stays alive, so each collection pass walks a growing heap of models that
-    hold no cycles; on a large log those passes cost more than the parsing itself (about 2x).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def parse_segment(segment: RawSegment, checker: InvariantChecker) -> list[Event]:
-    """The events of one segment up to its `max_seq`, fed through `checker`."""
-    events: list[Event] = []
-    for number, line in _numbered_lines(segment):
-        if segment.max_seq is not None and checker.next_seq > segment.max_seq:
-            break
-        events.append(parse_line(segment.path, number, line, checker))
-    return events
+# --- checked lines ---------------------------------------------------------------------------------
 
 
 def parse_line(path: Path, number: int, line: bytes, checker: InvariantChecker) -> Event:
@@ -448,13 +254,3 @@ def parse_line(path: Path, number: int, line: bytes, checker: InvariantChecker) 
         raise SessionCorruptionError(path, number, reason)
     checker.apply(event)
     return event
-
-
-def _numbered_lines(segment: RawSegment) -> Iterator[tuple[int, bytes]]:
-    data = segment.data
-    if not data:
-        return
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    yield from enumerate(lines, start=segment.first_line)

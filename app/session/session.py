@@ -1,173 +1,201 @@
-"""A session as its readers see it: header, events (inherited first), and the incremental reductions.
+"""A session as its readers see it: header, events (inherited first), the view, strict validation.
 
-Opening is lazy: `Session.open` reads bytes and validates the header lines; events are parsed on
-first use. The tool history and the view are reduced once and then fed only the events appended
-since (by the writer through `extend`, or by a read-only follower through `refresh`).
+Opening is cheap whatever the size of the log (DESIGN §12): `Session.open` reads the header lines
+and the line indexes (`app.session.chain`); `view()` builds what is asked for from fold checkpoints
+(`app.session.indexed`). Strict validation of every line against the format and the invariants is
+a separate stream, `validation()`, that a viewer drives in the background while it already shows
+the log; `load()` runs it to the end (the writer does, before it appends anything).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from app.i18n import _
+from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError
 from app.session.events import Event, SessionHeader, encode_event
-from app.session.fastscan import reduce_raw
-from app.session.history import ToolHistory, ToolHistoryReducer
+from app.session.history import ToolHistory
+from app.session.index import VALIDATED, save_index
+from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
-from app.session.reader import (
-    ParentResolver,
-    RawSession,
-    TornTail,
-    count_lines,
-    parse_events,
-    parse_line,
-    read_raw,
-)
-
-if TYPE_CHECKING:
-    from app.session.view import SessionView
+from app.session.reader import ParentResolver, TornTail, parse_line
 
 
 class Session:
-    """Read-only access to one session log. Never writes to the file."""
+    """Read-only access to one session log. Never writes to the file (only its index cache)."""
 
-    def __init__(self, raw: RawSession) -> None:
-        self.raw = raw
-        self._events: list[Event] | None = None
-        self._events_tuple: tuple[Event, ...] | None = None
+    def __init__(self, chain: Chain) -> None:
+        self.chain = chain
         self._checker = InvariantChecker()
-        # Where the next unread byte of the own file is, and the line number it starts.
-        self._offset = raw.own.offset + len(raw.own.data)
-        self._lines_after_read = 0  # lines appended since `raw` was read (see `_next_line`)
-        self._lines_in_raw: int | None = None
-        self._history: ToolHistoryReducer | None = None
-        self._view: SessionView | None = None
-        self._view_fed = 0
+        self._validation: Iterator[int] | None = None
+        self._validated = False
+        self._view: IndexedView | None = None
 
     @classmethod
-    def open(
-        cls, source: Path | str | RawSession, *, resolve_parent: ParentResolver | None = None
-    ) -> Session:
-        raw = source if isinstance(source, RawSession) else read_raw(source, resolve_parent=resolve_parent)
-        return cls(raw)
+    def open(cls, source: Path | str, *, resolve_parent: ParentResolver | None = None) -> Session:
+        return cls(open_chain(Path(source), resolve_parent))
 
     @property
     def id(self) -> str:
-        return self.raw.header.id
+        return self.chain.header.id
 
     @property
     def header(self) -> SessionHeader:
-        return self.raw.header
+        return self.chain.header
 
     @property
     def path(self) -> Path:
-        return self.raw.path
+        return self.chain.path
 
     @property
     def torn(self) -> TornTail | None:
-        return self.raw.torn
+        return self.chain.torn
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event (-1 when there is none), known without parsing."""
+        return len(self.chain) - 1
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """Every event, inherited first. Parsed strictly on first access."""
-        if self._events_tuple is None:
-            self._events_tuple = tuple(self._parsed())
-        return self._events_tuple
+        """Every event, inherited first, after strict validation of all of them. O(size of the log):
+        large-session readers use `view()`."""
+        self.load()
+        return tuple(self.chain.events(0, len(self.chain)))
+
+    # --- strict validation -----------------------------------------------------------------------
+
+    def validation(self) -> Iterator[int]:
+        """Validate every line strictly and against the invariants, yielding how many events are
+        validated so far; a corrupt line raises SessionCorruptionError (or UnsupportedFormatError)
+        naming its file and line. Resumes where an earlier, unfinished call stopped."""
+        if self._validated:
+            return
+        if self._validation is None:
+            self._checker = self._recorded_checker() or self._checker
+            self._validation = self.chain.validate(self._checker)
+        recorded = self._checker.next_seq
+        for count in self._validation:
+            yield count
+        self._validated = True
+        if self._checker.next_seq != recorded:
+            self.save_index()  # with the record of it: the next open need not validate again
+
+    def _recorded_checker(self) -> InvariantChecker | None:
+        """The checker state a process kept in the line index when it had validated every line of
+        the file exactly as it is now (same inode, size and mtime, same ancestors): the lines it
+        covers need no second validation. None when there is no such record."""
+        record = self.chain.own.index.extra.get(VALIDATED)
+        if not isinstance(record, dict) or record.get("chain") != self.chain.key():
+            return None
+        if record.get("events", -1) > len(self.chain):
+            return None
+        try:
+            return InvariantChecker.restore(record["checker"], self.chain.types)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def validate(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Run `validation()` to the end, calling `progress(validated, total)` every few thousand
+        events. Meant for a viewer's worker thread while its UI thread reads `view()`: the two share
+        no parsing state. A corrupt line raises SessionCorruptionError (or UnsupportedFormatError)
+        with file and line here, in the worker; what the view showed stays readable."""
+        total = len(self.chain)
+        for count in self.validation():
+            if progress is not None:
+                progress(count, total)
+
+    @property
+    def validated(self) -> bool:
+        return self._validated
 
     def load(self) -> Session:
-        """Parse now rather than on first use, so a corrupt log fails here; returns self."""
-        self._parsed()
+        """Validate everything now, so a corrupt log fails here; returns self."""
+        for _count in self.validation():
+            pass
         return self
 
     @property
     def invariants(self) -> InvariantChecker:
         """The invariant state after the last event (open turn, step, pending tool calls)."""
-        self._parsed()
+        self.load()
         return self._checker
 
+    # --- reductions ------------------------------------------------------------------------------
+
     def tool_history(self) -> ToolHistory:
-        """The tool-history snapshot after the last event.
+        """The tool-history snapshot after the last event (from the nearest checkpoint)."""
+        return self.view().history
 
-        Cold, on a session whose events were not parsed yet, only the header and developer-message
-        lines are parsed (`fastscan`); afterwards only events appended since are reduced. Events are
-        contiguous from seq 0 (inherited ones included), so the reducer's `last_seq` indexes them.
-        """
-        if self._history is None:
-            self._history = ToolHistoryReducer()
-            if self._events is None:
-                reduce_raw(self.raw.segments, self._history)
-        if self._events is not None:
-            # Parsed events exist only once something read or appended them; feed the new ones.
-            for event in self._events[self._history.last_seq + 1 :]:
-                self._history.apply(event)
-        return self._history.snapshot()
-
-    def view(self) -> SessionView:
-        events = self._parsed()
+    def view(self) -> IndexedView:
         if self._view is None:
-            from app.session.view import SessionView
-
-            self._view = SessionView(self.header)
-        for event in events[self._view_fed :]:
-            self._view.apply(event)
-        self._view_fed = len(events)
+            self._view = IndexedView(self.chain)
         return self._view
+
+    def save_index(self) -> None:
+        """Keep the line index, the view's checkpoints and the validation record (when every event
+        is validated) for the next open (best effort)."""
+        extra = self.chain.own.index.extra
+        if self._validated and self._checker.next_seq == len(self.chain):
+            extra[VALIDATED] = {
+                "events": self._checker.next_seq,
+                "chain": self.chain.key(),
+                "checker": self._checker.state_json(),
+            }
+        if self._view is not None:
+            self._view.save()
+        else:
+            save_index(self.chain.own.index)
+
+    # --- growth ----------------------------------------------------------------------------------
 
     def extend(self, events: tuple[Event, ...] | list[Event]) -> None:
         """Add events the writer has just appended (each written as exactly `encode_event(event)`)."""
-        parsed = self._parsed()
+        self.load()
         for event in events:
             self._checker.feed(event)
-            parsed.append(event)
-            self._offset += len(encode_event(event))
-            self._lines_after_read += 1
-        self._events_tuple = None
+            self._add(self.chain.own.index.end, encode_event(event), event)
 
     def refresh(self) -> tuple[Event, ...]:
         """Read the complete lines appended to the file since it was last read; return their events.
 
         A line still being written (no newline yet) is left for the next refresh.
         """
-        parsed = self._parsed()
+        self.load()
+        own = self.chain.own
+        start = own.index.end
         with self.path.open("rb") as handle:
-            # One byte before the offset tells whether the last line read lacked its newline
-            # (the writer adds it when it opens the file).
-            handle.seek(self._offset - 1)
-            chunk = handle.read()
-        if len(chunk) < 1:
-            raise SessionCorruptionError(
-                self.path, None, _("the file became shorter than what was already read")
-            )
-        previous, new = chunk[:1], chunk[1:]
-        if previous != b"\n" and new:
-            if not new.startswith(b"\n"):
+            size = os.fstat(handle.fileno()).st_size
+            if size < start + len(own.last_line or b""):
                 raise SessionCorruptionError(
-                    self.path, self._next_line - 1, _("the last line grew after it was read")
+                    self.path, None, _("the file became shorter than what was already read")
                 )
-            new = new[1:]
-            self._offset += 1
-        complete = new[: new.rfind(b"\n") + 1]
+            handle.seek(start)
+            new = handle.read()
+        if own.last_line is not None:
+            rest = new[len(own.last_line) :]
+            if not rest:
+                return ()
+            if not rest.startswith(b"\n"):
+                raise SessionCorruptionError(
+                    self.path, len(own.index) + 2, _("the last line grew after it was read")
+                )
+            terminated = own.last_line + b"\n"
+            self.chain.add_line(start, terminated)
+            start += len(terminated)
+            new = rest[1:]
         added: list[Event] = []
-        for line in complete.split(b"\n")[:-1]:
-            event = parse_line(self.path, self._next_line, line, self._checker)
+        for line in new[: new.rfind(b"\n") + 1].split(b"\n")[:-1]:
+            event = parse_line(self.path, len(own.index) + 2, line, self._checker)
+            self._add(start, line + b"\n", event)
+            start += len(line) + 1
             added.append(event)
-            parsed.append(event)
-            self._events_tuple = None
-            self._lines_after_read += 1
-            self._offset += len(line) + 1
         return tuple(added)
 
-    @property
-    def _next_line(self) -> int:
-        """The 1-based line number of the next unread line; counted only when needed (refresh,
-        error messages), since counting a large file's lines is not free."""
-        if self._lines_in_raw is None:
-            self._lines_in_raw = count_lines(self.raw.own.data)
-        return self.raw.own.first_line + self._lines_in_raw + self._lines_after_read
-
-    def _parsed(self) -> list[Event]:
-        if self._events is None:
-            self._events = parse_events(self.raw, self._checker)
-        return self._events
+    def _add(self, offset: int, line: bytes, event: Event) -> None:
+        self.chain.add_line(offset, line, event)
+        if self._view is not None:
+            self._view.apply(event)

@@ -39,6 +39,7 @@ from app.session.events import (
     encode_event,
     encode_header,
 )
+from app.session.index import index_path
 from app.session.invariants import InvalidEventError, PendingCall
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
@@ -102,9 +103,9 @@ class SessionStore:
                     path=path, id=parent.id
                 )
             )
-        if not parent.events:
+        if parent.last_seq < 0:
             raise ValueError(_("cannot fork session {id}: it has no events").format(id=parent.id))
-        fork_seq = parent.events[-1].seq if seq is None else seq
+        fork_seq = parent.last_seq if seq is None else seq
         _check_fork_point(parent, fork_seq)
         return _create(
             path.parent,
@@ -123,7 +124,8 @@ class SessionStore:
         return path
 
     def remove(self, session_id: str) -> None:
-        """Delete the session `session_id` of this store and the torn lines set aside from it.
+        """Delete the session `session_id` of this store, the torn lines set aside from it and its
+        line index.
 
         Refused while another process holds its writer lock (the lock is held until the file is
         gone), and while a fork of it needs its events.
@@ -143,6 +145,7 @@ class SessionStore:
                 )
             for torn in path.parent.glob(f"{path.name}.torn-*"):
                 torn.unlink(missing_ok=True)
+            index_path(path).unlink(missing_ok=True)
             path.unlink()
             _fsync_dir(path.parent)
         finally:
@@ -184,7 +187,7 @@ class SessionWriter:
             self._size = os.fstat(fd).st_size
             self.repaired = self._close_interrupted_turn()
         except BaseException:
-            self.close()
+            self._release()
             raise
 
     @classmethod
@@ -251,12 +254,18 @@ class SessionWriter:
             self._uncommitted = False
 
     def close(self) -> None:
-        """Commit what is pending and release the lock. Safe to call twice."""
+        """Commit what is pending, keep the line index for the next open, release the lock. Safe to
+        call twice."""
         if self._fd is None:
             return
         try:
             self.commit()
+            self.session.save_index()
         finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
@@ -371,7 +380,9 @@ def _create(directory: Path, cwd: Path | str, parent: ParentRef | None) -> Sessi
 
 
 def _check_fork_point(parent: Session, seq: int) -> None:
-    last = parent.events[-1].seq if parent.events else -1
+    """A fork inherits validated events only: the parent is read strictly up front."""
+    parent.load()
+    last = parent.last_seq
     if not 0 <= seq <= last:
         raise ValueError(
             _("cannot fork session {id} at seq {seq}: its events are 0..{last}").format(

@@ -8,8 +8,9 @@ No widget or command parses session JSON itself: they read this.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Union, overload
 
 from app.session.events import (
     AssistantMessage,
@@ -163,9 +164,75 @@ Item = Union[
 # --- structure -----------------------------------------------------------------------------------
 
 
+class WindowBase:
+    """The messages a window starts with when the fold did not see them: read on first use.
+
+    A view seeded from a checkpoint (`SessionView.seeded`) knows its window only by seqs; `load`
+    turns those seqs into messages once, and every request of the seeded view shares the result.
+    """
+
+    __slots__ = ("_load", "_items")
+
+    def __init__(self, load: Callable[[], list[Message]]) -> None:
+        self._load = load
+        self._items: list[Message] | None = None
+
+    @property
+    def items(self) -> list[Message]:
+        if self._items is None:
+            self._items = self._load()
+        return self._items
+
+
+class MessageWindow(Sequence["Message"]):
+    """A request's messages: `base` then the first `count` messages of a shared log. Reading it
+    copies nothing; it compares equal to any sequence of the same messages."""
+
+    __slots__ = ("_base", "_log", "_count")
+
+    def __init__(self, log: list[Message], count: int, base: WindowBase | None = None) -> None:
+        self._base = base
+        self._log = log
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count + (len(self._base.items) if self._base is not None else 0)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError(index)
+        base = self._base.items if self._base is not None else ()
+        return base[index] if index < len(base) else self._log[index - len(base)]
+
+    def __iter__(self) -> Iterator[Message]:
+        if self._base is not None:
+            yield from self._base.items
+        yield from self._log[: self._count]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"MessageWindow({list(self)!r})"
+
+
 @dataclass(eq=False, slots=True)
 class ModelRequest:
-    """One model request. `messages` is a window onto a shared list, so requests cost O(1) each."""
+    """One model request. `messages` is a window onto a shared log, so requests cost O(1) each."""
 
     index: int
     seq: int
@@ -176,12 +243,7 @@ class ModelRequest:
     header_seq: int | None
     history: ToolHistory
     outcome: AssistantItem | RequestErrorItem
-    _message_log: list[Message] = field(repr=False)
-    message_count: int
-
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        return tuple(self._message_log[: self.message_count])
+    messages: MessageWindow = field(repr=False)
 
     @property
     def failed(self) -> bool:
@@ -198,7 +260,7 @@ class ModelRequest:
             self.header_seq,
             self.history,
             self.outcome,
-            self.messages,
+            tuple(self.messages),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -228,21 +290,37 @@ class Turn:
     steps: list[Step] = field(default_factory=list)
     end_seq: int | None = None
     end_reason: str | None = None
+    requests: list[ModelRequest] = field(default_factory=list)
+    """Every request of the turn's steps, in order (kept as they are made, not rebuilt on access)."""
 
     @property
     def open(self) -> bool:
         return self.end_seq is None
 
-    @property
-    def requests(self) -> list[ModelRequest]:
-        return [request for step in self.steps for request in step.requests]
-
 
 # --- the view ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class FoldSeed:
+    """The fold's state before `next_seq`, for a view that starts there instead of at seq 0: the
+    requests made so far, the header in force, the tool-history reducer (owned by the view from
+    now on) and the message window, known by reference until it is read."""
+
+    next_seq: int
+    requests: int
+    header: RequestHeaderData | None
+    header_seq: int | None
+    history: ToolHistoryReducer
+    window: WindowBase | None
+
+
 class SessionView:
-    """Fold events with `apply()`; read `turns`, `requests`, `items`, `messages`."""
+    """Fold events with `apply()`; read `turns`, `requests`, `items`, `messages`.
+
+    A seeded view (`seeded`) folds from a checkpoint: its lists hold only what it folded, and its
+    requests are numbered and windowed exactly as a fold from seq 0 would have made them.
+    """
 
     def __init__(self, header: SessionHeader) -> None:
         self.header = header
@@ -250,15 +328,28 @@ class SessionView:
         self.requests: list[ModelRequest] = []
         self.items: list[Item] = []
         self.last_seq = -1
+        self._request_count = 0
+        self._base: WindowBase | None = None
         self._messages: list[Message] = []
         self._history = ToolHistoryReducer()
         self._header: RequestHeaderData | None = None
         self._header_seq: int | None = None
 
+    @classmethod
+    def seeded(cls, header: SessionHeader, seed: FoldSeed) -> SessionView:
+        view = cls(header)
+        view.last_seq = seed.next_seq - 1
+        view._request_count = seed.requests
+        view._base = seed.window
+        view._history = seed.history
+        view._header = seed.header
+        view._header_seq = seed.header_seq
+        return view
+
     @property
-    def messages(self) -> tuple[Message, ...]:
+    def messages(self) -> MessageWindow:
         """The message list the next request would be sent with."""
-        return tuple(self._messages)
+        return MessageWindow(self._messages, len(self._messages), self._base)
 
     @property
     def current_header(self) -> RequestHeaderData | None:
@@ -278,18 +369,28 @@ class SessionView:
 
     @property
     def open_step(self) -> Step | None:
-        turn = self.open_turn
-        if turn is not None and turn.steps and turn.steps[-1].open:
-            return turn.steps[-1]
-        return None
+        return open_step_of(self.open_turn)
 
     def apply(self, event: Envelope) -> None:
-        handler = _HANDLERS[type(event)]
-        handler(self, event)
+        item = item_of(event)
+        if item is None:
+            _BOUNDARIES[type(event)](self, event)
+        else:
+            if isinstance(item, (AssistantItem, RequestErrorItem)):
+                self._request(item)
+            if isinstance(item, HeaderItem):
+                self._header, self._header_seq = item.header, item.seq
+            self._add(item)
+            if isinstance(item, SummaryItem):
+                # A new list, not an edit: earlier requests keep the window they were sent with.
+                self._messages = [item, *(m for m in self.messages if m.seq > item.up_to_seq)]
+                self._base = None
+            elif isinstance(item, MESSAGE_ITEMS):
+                self._messages.append(item)
         self._history.apply(event)
         self.last_seq = event.seq
 
-    # --- handlers --------------------------------------------------------------------------------
+    # --- boundaries ------------------------------------------------------------------------------
 
     def _turn_start(self, event: TurnStart) -> None:
         self.turns.append(Turn(number=event.data.turn, seq=event.seq))
@@ -310,97 +411,6 @@ class SessionView:
         if step is not None:
             step.end_seq = event.seq
 
-    def _user(self, event: UserMessage) -> None:
-        item = UserItem(seq=event.seq, id=event.data.id, text=event.data.text)
-        self._add(item)
-        self._messages.append(item)
-
-    def _request_header(self, event: RequestHeader) -> None:
-        self._header = event.data
-        self._header_seq = event.seq
-        self._add(HeaderItem(seq=event.seq, header=event.data))
-
-    def _developer(self, event: DeveloperMessage) -> None:
-        item = ContextItem(seq=event.seq, message=event.data)
-        self._add(item)
-        self._messages.append(item)
-
-    def _assistant(self, event: AssistantMessage) -> None:
-        data = event.data
-        item = AssistantItem(
-            seq=event.seq,
-            turn=data.turn,
-            step=data.step,
-            route=data.route,
-            model=data.model,
-            content=data.content,
-            usage=data.usage,
-            finish=data.finish,
-            interrupted=bool(data.interrupted),
-        )
-        self._request(item)
-        self._add(item)
-        self._messages.append(item)
-
-    def _request_error(self, event: RequestError) -> None:
-        data = event.data
-        item = RequestErrorItem(
-            seq=event.seq, turn=data.turn, step=data.step, route=data.route, failure=data.failure
-        )
-        self._request(item)
-        self._add(item)
-
-    def _tool_call(self, event: ToolCall) -> None:
-        data = event.data
-        self._add(
-            ToolCallItem(
-                seq=event.seq,
-                turn=data.turn,
-                step=data.step,
-                call_id=data.call_id,
-                name=data.name,
-                arguments=data.arguments,
-            )
-        )
-
-    def _tool_result(self, event: ToolResult) -> None:
-        data = event.data
-        item = ToolResultItem(
-            seq=event.seq,
-            turn=data.turn,
-            step=data.step,
-            call_id=data.call_id,
-            name=data.name,
-            content=data.content,
-            is_error=data.is_error,
-            error=data.error,
-        )
-        self._add(item)
-        self._messages.append(item)
-
-    def _retry(self, event: Retry) -> None:
-        data = event.data
-        self._add(
-            RetryItem(
-                seq=event.seq,
-                turn=data.turn,
-                step=data.step,
-                retry=data.retry,
-                max_retries=data.max_retries,
-                delay_ms=data.delay_ms,
-                failure=data.failure,
-            )
-        )
-
-    def _compaction(self, event: CompactionSummary) -> None:
-        data = event.data
-        item = SummaryItem(
-            seq=event.seq, summary=data.summary, up_to_seq=data.up_to_seq, sequence=data.sequence
-        )
-        self._add(item)
-        # A new list, not an edit: earlier requests keep the window they were sent with.
-        self._messages = [item, *(m for m in self._messages if m.seq > data.up_to_seq)]
-
     # --- helpers ---------------------------------------------------------------------------------
 
     def _add(self, item: Item) -> None:
@@ -414,8 +424,9 @@ class SessionView:
             turn.items.append(item)
 
     def _request(self, outcome: AssistantItem | RequestErrorItem) -> None:
+        self._request_count += 1
         request = ModelRequest(
-            index=len(self.requests) + 1,
+            index=self._request_count,
             seq=outcome.seq,
             turn=outcome.turn,
             step=outcome.step,
@@ -424,27 +435,130 @@ class SessionView:
             header_seq=self._header_seq,
             history=self._history.snapshot(),
             outcome=outcome,
-            _message_log=self._messages,
-            message_count=len(self._messages),
+            messages=self.messages,
         )
         self.requests.append(request)
         step = self.open_step
         if step is not None:
             step.requests.append(request)
+            self.turns[-1].requests.append(request)
 
 
-_HANDLERS = {
-    TurnStart: SessionView._turn_start,
-    TurnEnd: SessionView._turn_end,
-    StepStart: SessionView._step_start,
-    StepEnd: SessionView._step_end,
-    UserMessage: SessionView._user,
-    RequestHeader: SessionView._request_header,
-    DeveloperMessage: SessionView._developer,
-    AssistantMessage: SessionView._assistant,
-    RequestError: SessionView._request_error,
-    ToolCall: SessionView._tool_call,
-    ToolResult: SessionView._tool_result,
-    Retry: SessionView._retry,
-    CompactionSummary: SessionView._compaction,
+_BOUNDARIES: dict[type, Callable[[SessionView, Envelope], None]] = {
+    TurnStart: SessionView._turn_start,  # type: ignore[dict-item]
+    TurnEnd: SessionView._turn_end,  # type: ignore[dict-item]
+    StepStart: SessionView._step_start,  # type: ignore[dict-item]
+    StepEnd: SessionView._step_end,  # type: ignore[dict-item]
+}
+
+MESSAGE_ITEMS = (UserItem, AssistantItem, ToolResultItem, ContextItem)
+"""Items that join the message window (a summary replaces it)."""
+
+
+# --- items -----------------------------------------------------------------------------------------
+
+
+def item_of(event: Envelope) -> Item | None:
+    """The view item an event makes; None for the turn and step boundaries."""
+    maker = _ITEM_MAKERS.get(type(event))
+    return maker(event) if maker is not None else None
+
+
+def _user(event: UserMessage) -> UserItem:
+    return UserItem(seq=event.seq, id=event.data.id, text=event.data.text)
+
+
+def _header(event: RequestHeader) -> HeaderItem:
+    return HeaderItem(seq=event.seq, header=event.data)
+
+
+def _developer(event: DeveloperMessage) -> ContextItem:
+    return ContextItem(seq=event.seq, message=event.data)
+
+
+def _assistant(event: AssistantMessage) -> AssistantItem:
+    data = event.data
+    return AssistantItem(
+        seq=event.seq,
+        turn=data.turn,
+        step=data.step,
+        route=data.route,
+        model=data.model,
+        content=data.content,
+        usage=data.usage,
+        finish=data.finish,
+        interrupted=bool(data.interrupted),
+    )
+
+
+def _request_error(event: RequestError) -> RequestErrorItem:
+    data = event.data
+    return RequestErrorItem(
+        seq=event.seq, turn=data.turn, step=data.step, route=data.route, failure=data.failure
+    )
+
+
+def _tool_call(event: ToolCall) -> ToolCallItem:
+    data = event.data
+    return ToolCallItem(
+        seq=event.seq,
+        turn=data.turn,
+        step=data.step,
+        call_id=data.call_id,
+        name=data.name,
+        arguments=data.arguments,
+    )
+
+
+def _tool_result(event: ToolResult) -> ToolResultItem:
+    data = event.data
+    return ToolResultItem(
+        seq=event.seq,
+        turn=data.turn,
+        step=data.step,
+        call_id=data.call_id,
+        name=data.name,
+        content=data.content,
+        is_error=data.is_error,
+        error=data.error,
+    )
+
+
+def _retry(event: Retry) -> RetryItem:
+    data = event.data
+    return RetryItem(
+        seq=event.seq,
+        turn=data.turn,
+        step=data.step,
+        retry=data.retry,
+        max_retries=data.max_retries,
+        delay_ms=data.delay_ms,
+        failure=data.failure,
+    )
+
+
+def _compaction(event: CompactionSummary) -> SummaryItem:
+    data = event.data
+    return SummaryItem(
+        seq=event.seq, summary=data.summary, up_to_seq=data.up_to_seq, sequence=data.sequence
+    )
+
+
+def open_step_of(turn: Turn | None) -> Step | None:
+    """The open step of the open turn `turn`, if any."""
+    if turn is not None and turn.steps and turn.steps[-1].open:
+        return turn.steps[-1]
+    return None
+
+
+_ITEM_MAKERS: dict[type, Callable[[Envelope], Item]] = {
+    UserMessage: _user,  # type: ignore[dict-item]
+    RequestHeader: _header,  # type: ignore[dict-item]
+    DeveloperMessage: _developer,  # type: ignore[dict-item]
+    AssistantMessage: _assistant,  # type: ignore[dict-item]
+    RequestError: _request_error,  # type: ignore[dict-item]
+    ToolCall: _tool_call,  # type: ignore[dict-item]
+    ToolResult: _tool_result,  # type: ignore[dict-item]
+    Retry: _retry,  # type: ignore[dict-item]
+    CompactionSummary: _compaction,  # type: ignore[dict-item]
 }

@@ -456,15 +456,17 @@ def test_sessions_n_shows_the_newest_with_last_active_route_and_directory(home: 
     assert toolscope(home, "sessions", "-n", "0").returncode == 2
 
 
-def test_sessions_rm_needs_yes_off_a_terminal_and_removes_torn_lines(home: Path) -> None:
+def test_sessions_rm_needs_yes_off_a_terminal_and_removes_torn_lines_and_the_index(home: Path) -> None:
     path = write_session(home, "gone", user_texts=("hello",))
     torn = path.with_name(path.name + ".torn-1")
     torn.write_bytes(b'{"type":')
+    index = path.with_name(path.name + ".idx")
+    assert toolscope(home, "inspect", "gone").returncode == 0 and index.exists()  # a reader cached it
     refused = toolscope(home, "sessions", "rm", "gone")
     assert "--yes" in assert_one_line_error(refused, 2) and path.exists()
     removed = toolscope(home, "sessions", "rm", "gone", "-y")
     assert removed.returncode == 0, removed.stderr
-    assert not path.exists() and not torn.exists()
+    assert not path.exists() and not torn.exists() and not index.exists()
     assert listing(home) == []
     missing = toolscope(home, "sessions", "rm", "gone", "--yes")
     assert "gone" in assert_one_line_error(missing, 1)

@@ -473,3 +473,17 @@ def test_on_a_terminal_the_text_goes_through_the_pager(example, tmp_path):
     assert shown.replace("\r\n", "\n") == paged
     code, shown = _on_a_terminal(command, {**env, "PAGER": "", "TOOLSCOPE_PAGER": "cat > chosen.txt"}, tmp_path)
     assert (tmp_path / "chosen.txt").read_text() == paged
+
+
+def test_one_request_is_reported_without_reading_the_rest_of_the_log(example, capsys):
+    """DESIGN §12: `--request N` costs what request N costs; a bad line it does not read is not its
+    concern (without `--request`, the whole log is validated first, as above)."""
+    path, _developer = example
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[-1] = b'{"type":"turn/end"}\n'
+    path.write_bytes(b"".join(lines))
+
+    assert run(inspect(str(path), "--request", "1", "--json")) == 0
+    assert [request["index"] for request in json.loads(capsys.readouterr().out)["requests"]] == [1]
+    assert run(inspect(str(path), "--json")) == 1
+    assert f"{path}:{len(lines)}" in capsys.readouterr().err

@@ -100,10 +100,12 @@ class LogFiles:
         return path
 
     def digest(self) -> dict[str, str]:
-        """Every file of the directory by name → sha256: proves a reader changed nothing."""
+        """Every file of the directory by name → sha256: proves a reader changed nothing. Line-index
+        caches (`<id>.jsonl.idx`) are left out: a reader may write those, never a session file."""
         return {
             path.name: hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(self.directory.iterdir())
+            if not path.name.endswith(".idx")
         }
 
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from app.session.errors import SessionCorruptionError, SessionFileError, UnsupportedFormatError
-from app.session.reader import parse_events, read_raw
 from app.session.session import Session
 from app.session.store import SessionWriter
 
@@ -325,7 +324,7 @@ def test_corrupt_file_is_refused_precisely_and_left_unchanged(logs: LogFiles, ca
     before = logs.digest()
 
     with pytest.raises(SessionFileError) as caught:
-        parse_events(read_raw(path))
+        Session.open(path).load()
 
     error = caught.value
     assert type(error) is case.error

@@ -7,7 +7,8 @@ import pytest
 from app.session.errors import SessionCorruptionError
 from app.session.events import RequestHeader, ToolCall, TurnEnd, TurnStart
 from app.session.history import ToolHistoryReducer
-from app.session.reader import EventLineError, decode_event_line, parse_events, read_raw
+from app.session.chain import open_chain
+from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore
 
@@ -15,13 +16,15 @@ from app.session.store import SessionStore
 def test_reads_header_and_events_in_order(logs) -> None:
     path = logs.write("s", logs.completed_turn())
 
-    raw = read_raw(path)
-    events = parse_events(raw)
+    session = Session.open(path)
+    events = session.events
+    chain = session.chain
 
-    assert raw.header.id == "s" and raw.header.parent is None
-    assert raw.torn is None
-    assert [segment.path for segment in raw.segments] == [path]
-    assert raw.segments[0].first_line == 2 and raw.segments[0].max_seq is None
+    assert chain.header.id == "s" and chain.header.parent is None
+    assert chain.torn is None
+    assert [segment.path for segment in chain.segments] == [path]
+    assert chain.segments[0].first_seq == 0 and chain.segments[0].limit is None
+    assert chain.line_number(0) == (path, 2)
     assert [event.seq for event in events] == list(range(9))
     assert isinstance(events[0], TurnStart) and isinstance(events[-1], TurnEnd)
     assert isinstance(events[3], RequestHeader) and events[3].data.tools[1].name == "grep"
@@ -65,15 +68,17 @@ def test_child_reads_parent_events_up_to_its_fork_point_then_its_own(logs) -> No
     )
 
     child_events = Session.open(child).events
-    grandchild_raw = read_raw(grandchild)
-    grandchild_events = parse_events(grandchild_raw)
+    grandchild_session = Session.open(grandchild)
+    grandchild_events = grandchild_session.events
 
     assert [event.seq for event in child_events] == list(range(18))
     # The parent's own turn 2 (call c2) is past the fork point: not inherited.
     calls = [event.data.call_id for event in child_events if isinstance(event, ToolCall)]
     assert calls == ["c1", "c9"]
-    assert [segment.path.name for segment in grandchild_raw.segments] == ["p.jsonl", "c.jsonl", "g.jsonl"]
-    assert [segment.max_seq for segment in grandchild_raw.segments] == [8, 15, None]
+    segments = grandchild_session.chain.segments
+    assert [segment.path.name for segment in segments] == ["p.jsonl", "c.jsonl", "g.jsonl"]
+    assert [segment.limit for segment in segments] == [8, 15, None]
+    assert grandchild_session.chain.line_number(12) == (segments[1].path, 5)
     assert [event.seq for event in grandchild_events] == list(range(17))
 
 
@@ -93,10 +98,10 @@ def test_custom_parent_resolver(logs, tmp_path) -> None:
     (elsewhere / "p.jsonl").write_bytes(logs.header("p") + b"\n" + b"\n".join(logs.completed_turn()) + b"\n")
     child = logs.write("c", [], parent={"id": "p", "seq": 8})
 
-    raw = read_raw(child, resolve_parent=lambda parent_id: elsewhere / f"{parent_id}.jsonl")
+    chain = open_chain(child, resolve_parent=lambda parent_id: elsewhere / f"{parent_id}.jsonl")
 
-    assert raw.segments[0].path == elsewhere / "p.jsonl"
-    assert len(parse_events(raw)) == 9
+    assert chain.segments[0].path == elsewhere / "p.jsonl"
+    assert len(Session(chain).events) == 9
 
 
 @pytest.mark.parametrize(

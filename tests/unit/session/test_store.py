@@ -380,7 +380,7 @@ def test_fork_and_create_refuse_a_missing_fork_point(tmp_path, logs) -> None:
         store.create(tmp_path, ParentRef(id="p", seq=12))
     with pytest.raises(SessionNotFoundError):
         store.create(tmp_path, ParentRef(id="missing", seq=0))
-    assert sorted(path.name for path in logs.directory.iterdir()) == ["empty.jsonl", "p.jsonl"]
+    assert sorted(path.name for path in logs.directory.glob("*.jsonl")) == ["empty.jsonl", "p.jsonl"]
 
 
 def test_create_with_a_parent(tmp_path, logs) -> None:

@@ -1,0 +1,450 @@
+"""A session and its parent chain opened through line indexes (DESIGN §2, §12).
+
+Opening reads the header lines and brings each file's line index up to date (`app.session.index`);
+no event is parsed and no file is read whole. Events are then read by seq range, each line
+validated strictly on its own when it is read (`event`, `events`); the cross-event rules need the
+whole log in order, which `validate` does as a stream of progress reports.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from app.i18n import _
+from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
+from app.session.events import EVENT_ADAPTER, Event, SessionHeader
+from app.session.index import LineIndex, index_path, open_index, type_code
+from app.session.invariants import InvariantChecker
+from app.session.reader import (
+    EVENT_LINE_PREFIX,
+    EventLineError,
+    ParentResolver,
+    TornTail,
+    decode_event_line,
+    parse_header_line,
+    parse_line,
+)
+from app.untrusted_json import loads
+
+EVENT_CACHE_SIZE = 4096
+VALIDATION_BATCH = 4096  # lines validated between two progress reports
+GAP = 1 << 16  # wanted lines further apart than this many bytes are read separately
+
+
+class StaleIndexError(SessionError):
+    """The file no longer matches its line index (it changed in place while being read)."""
+
+
+@dataclass
+class Segment:
+    """The lines of one file of the chain that the session sees: seqs `first_seq..first_seq+count-1`.
+
+    `last_line` is a complete last event line that lacks its newline (not in the index); `limit`
+    the last seq a descendant inherits from this file (None for the session's own file).
+    """
+
+    header: SessionHeader
+    index: LineIndex
+    first_seq: int
+    count: int
+    last_line: bytes | None
+    limit: int | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.index.path
+
+    @property
+    def lines(self) -> int:
+        """Event lines in the file (the session may see fewer of an ancestor's)."""
+        return len(self.index) + (self.last_line is not None)
+
+
+class Chain:
+    """The files of a session, ancestors first, with seq → line lookup and on-demand parsing."""
+
+    def __init__(self, segments: list[Segment], torn: TornTail | None) -> None:
+        self.segments = segments
+        self.torn = torn
+        self._starts = [segment.first_seq for segment in segments]
+        self._cache: OrderedDict[int, Event] = OrderedDict()
+        own = segments[-1]
+        if len(segments) == 1 and own.last_line is None:
+            # The own index's codes are the session's: shared, so appends reach both.
+            self.types = own.index.types
+        else:
+            self.types = bytearray().join(
+                segment.index.types[: segment.count] for segment in segments
+            )
+            if own.last_line is not None:
+                self.types.append(type_code(own.last_line))
+
+    @property
+    def own(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def header(self) -> SessionHeader:
+        return self.own.header
+
+    @property
+    def path(self) -> Path:
+        return self.own.path
+
+    def __len__(self) -> int:
+        """Events the session sees, inherited ones included (the seq after the last)."""
+        own = self.own
+        return own.first_seq + own.count
+
+    # --- lookup ----------------------------------------------------------------------------------
+
+    def locate(self, seq: int) -> tuple[Segment, int]:
+        """The segment holding `seq` and the 0-based line of it in that file."""
+        position = bisect.bisect_right(self._starts, seq) - 1
+        while self.segments[position].count <= seq - self.segments[position].first_seq:
+            position += 1  # an ancestor cut before its child starts has no line for this seq
+        segment = self.segments[position]
+        return segment, seq - segment.first_seq
+
+    def type_at(self, seq: int) -> int:
+        segment, line = self.locate(seq)
+        if line < len(segment.index):
+            return segment.index.types[line]
+        assert segment.last_line is not None
+        return type_code(segment.last_line)
+
+    def line_number(self, seq: int) -> tuple[Path, int]:
+        segment, line = self.locate(seq)
+        return segment.path, line + 2
+
+    def lines(self, start: int, stop: int) -> Iterator[tuple[int, Segment, int, bytes]]:
+        """(seq, segment, line number, bytes) for seqs `start..stop-1`, one read per segment."""
+        seq = start
+        while seq < stop:
+            segment, line = self.locate(seq)
+            take = min(stop - seq, segment.count - line)
+            indexed = max(0, min(take, len(segment.index) - line))
+            if indexed:
+                first, _end = segment.index.span(line)
+                _start, last_end = segment.index.span(line + indexed - 1)
+                with segment.path.open("rb") as handle:
+                    handle.seek(first)
+                    data = handle.read(last_end - first)
+                pieces = data.split(b"\n")
+                if len(pieces) != indexed:
+                    raise self._stale(segment)
+                for offset, text in enumerate(pieces):
+                    yield seq + offset, segment, line + offset + 2, text
+            if take > indexed:
+                assert segment.last_line is not None
+                yield seq + indexed, segment, line + indexed + 2, segment.last_line
+            seq += take
+
+    def event(self, seq: int) -> Event:
+        """The event `seq`, its line validated strictly (not against the cross-event rules)."""
+        cached = self._cache.get(seq)
+        if cached is not None:
+            self._cache.move_to_end(seq)
+            return cached
+        return next(iter(self.events(seq, seq + 1)))
+
+    def events(self, start: int, stop: int) -> list[Event]:
+        """Events `start..stop-1`, parsed from one read per file."""
+        found: list[Event] = []
+        missing_from = start
+        while missing_from < stop and missing_from in self._cache:
+            found.append(self.event(missing_from))
+            missing_from += 1
+        if missing_from == stop:
+            return found
+        for seq, segment, number, line in self.lines(missing_from, stop):
+            event = self._cache.get(seq)
+            if event is None:
+                event = self._decode(segment, number, line)
+                self._remember(seq, event)
+            found.append(event)
+        return found
+
+    def select(self, seqs: list[int]) -> list[Event]:
+        """The events of `seqs` (in that order), each parsed alone; only their lines are read."""
+        found: dict[int, Event] = {}
+        missing = []
+        for seq in sorted(set(seqs)):
+            event = self._cache.get(seq)
+            if event is None:
+                missing.append(seq)
+            else:
+                found[seq] = event
+        # Parsed models hold no cycles: collections during a bulk parse only cost time (about 2x).
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            for seq, segment, number, line in self.picked_lines(missing):
+                event = self._decode(segment, number, line)
+                self._remember(seq, event)
+                found[seq] = event
+        finally:
+            if paused:
+                gc.enable()
+        return [found[seq] for seq in seqs]
+
+    def picked_lines(self, seqs: list[int]) -> Iterator[tuple[int, Segment, int, bytes]]:
+        """(seq, segment, line number, bytes) for the ascending `seqs`: lines close together come
+        from one read, and no line between two far apart is read or split."""
+        position = 0
+        while position < len(seqs):
+            segment, line = self.locate(seqs[position])
+            if line >= len(segment.index):
+                assert segment.last_line is not None
+                yield seqs[position], segment, line + 2, segment.last_line
+                position += 1
+                continue
+            run_end = position + 1
+            offsets = segment.index.offsets
+            while run_end < len(seqs):
+                next_segment, next_line = self.locate(seqs[run_end])
+                if next_segment is not segment or next_line >= len(segment.index):
+                    break
+                if offsets[next_line] - offsets[line + seqs[run_end - 1] - seqs[position]] > GAP:
+                    break
+                run_end += 1
+            first_line = line
+            last_line = line + seqs[run_end - 1] - seqs[position]
+            start, _end = segment.index.span(first_line)
+            _start, stop = segment.index.span(last_line)
+            with segment.path.open("rb") as handle:
+                handle.seek(start)
+                data = handle.read(stop - start + 1)
+            for seq in seqs[position:run_end]:
+                at = line + seq - seqs[position]
+                begin, end = segment.index.span(at)
+                text = data[begin - start : end - start]
+                if data[end - start : end - start + 1] != b"\n" or type_code(text) != segment.index.types[at]:
+                    raise self._stale(segment)
+                yield seq, segment, at + 2, text
+            position = run_end
+
+    @staticmethod
+    def _decode(segment: Segment, number: int, line: bytes) -> Event:
+        try:
+            return decode_event_line(line)
+        except EventLineError as error:
+            raise SessionCorruptionError(segment.path, number, error.reason) from None
+
+    def _remember(self, seq: int, event: Event) -> None:
+        self._cache[seq] = event
+        if len(self._cache) > EVENT_CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    # --- growth ----------------------------------------------------------------------------------
+
+    def add_line(self, offset: int, line: bytes, event: Event | None = None) -> None:
+        """A line the writer (or a refresh) found appended to the own file at `offset`
+        (`line` with its newline)."""
+        own = self.own
+        own.index.add_line(offset, line)
+        if own.last_line is not None:
+            # The complete last line that lacked its newline has got it: already counted.
+            own.last_line = None
+            return
+        own.count += 1
+        if self.types is not own.index.types:
+            self.types.append(own.index.types[-1])
+        if event is not None:
+            self._remember(own.first_seq + own.count - 1, event)
+
+    # --- strict validation ---------------------------------------------------------------------------
+
+    def validate(self, checker: InvariantChecker) -> Iterator[int]:
+        """Validate every line from `checker.next_seq` on strictly and against the invariants, in log
+        order, feeding `checker`; yield how many events are validated so far, every few thousand.
+        Raises SessionCorruptionError / UnsupportedFormatError naming file and line, as the reader
+        does. A checker restored after the ancestors' lines goes on from there."""
+        for position, segment in enumerate(self.segments):
+            seq = max(segment.first_seq, checker.next_seq)
+            stop = segment.first_seq + segment.count
+            if seq >= stop and position + 1 < len(self.segments):
+                continue  # an ancestor the restored checker has already seen whole
+            while seq < stop:
+                batch_stop = min(stop, seq + VALIDATION_BATCH)
+                self._validate_batch(segment, seq, batch_stop, checker)
+                seq = batch_stop
+                yield seq
+            if position + 1 < len(self.segments):
+                self._check_inherited(segment, position, checker)
+        yield len(self)
+
+    def key(self) -> list[list[object]]:
+        """The ancestors as this chain sees them — file, inode, seqs and where the inherited lines
+        end — what a record kept in the own index depends on."""
+        return [
+            [str(segment.path), _inode(segment.path), segment.first_seq, segment.count, _inherited_end(segment)]
+            for segment in self.segments[:-1]
+        ]
+
+    def _validate_batch(self, segment: Segment, start: int, stop: int, checker: InvariantChecker) -> None:
+        """Seqs `start..stop-1` of `segment`, in one tight loop: a valid line costs one pydantic
+        `validate_json` (faster than `json.loads`) and the checker; an invalid one goes through
+        `parse_line`, which names the reason. The collector is paused for the batch only: parsed
+        events hold no cycles, and collections of the growing checker state only cost time."""
+        types, indexed = segment.index.types, len(segment.index)
+        validate_json, check, apply = EVENT_ADAPTER.validator.validate_json, checker.check, checker.apply
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            for _seq, _segment, number, line in self.lines(start, stop):
+                if number - 2 < indexed and types[number - 2] != type_code(line):
+                    raise self._stale(segment)
+                event = None
+                if line.startswith(EVENT_LINE_PREFIX):
+                    try:
+                        event = validate_json(line)
+                    except ValidationError:
+                        pass
+                if event is None:
+                    parse_line(segment.path, number, line, checker)  # raises, naming the reason
+                    continue
+                reason = check(event)
+                if reason is not None:
+                    raise SessionCorruptionError(segment.path, number, reason)
+                apply(event)
+        finally:
+            if paused:
+                gc.enable()
+
+    @staticmethod
+    def _stale(segment: Segment) -> StaleIndexError:
+        index_path(segment.path).unlink(missing_ok=True)
+        return StaleIndexError(
+            _("{path}: the file changed while it was read; open it again").format(path=segment.path)
+        )
+
+    def _check_inherited(self, segment: Segment, position: int, checker: InvariantChecker) -> None:
+        assert segment.limit is not None
+        if checker.next_seq <= segment.limit:
+            raise SessionCorruptionError(
+                self.segments[position + 1].path,
+                1,
+                _("the parent session ends at seq {last}, before parent.seq {seq}").format(
+                    last=checker.next_seq - 1, seq=segment.limit
+                ),
+            )
+
+
+# --- opening -------------------------------------------------------------------------------------
+
+
+def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chain:
+    """Open `path` and its ancestors (walked in a loop, not recursively), validating header lines
+    and the fork points against each parent's line count."""
+    opened: list[tuple[SessionHeader, LineIndex, bytes | None, TornTail | None]] = []
+    visited: set[Path] = set()
+    current = path
+    while True:
+        header, index, last_line, torn = _open_file(current)
+        opened.append((header, index, last_line, torn))
+        visited.add(current.resolve())
+        if header.parent is None:
+            break
+        parent_path = _parent_path(current, header, resolve_parent)
+        if parent_path.resolve() in visited:
+            raise SessionCorruptionError(
+                current, 1, _("the parent chain loops back to {path}").format(path=parent_path)
+            )
+        if not parent_path.is_file():
+            raise SessionCorruptionError(
+                current,
+                1,
+                _("parent session {id} not found (looked for {path})").format(
+                    id=header.parent.id, path=parent_path
+                ),
+            )
+        current = parent_path
+    opened.reverse()
+    segments: list[Segment] = []
+    for header, index, last_line, _torn in opened:
+        base = header.parent.seq + 1 if header.parent is not None else 0
+        segments.append(Segment(header, index, base, len(index) + (last_line is not None), last_line))
+    for position in range(len(segments) - 1):
+        parent, child = segments[position], segments[position + 1]
+        assert child.header.parent is not None
+        fork_seq = child.header.parent.seq
+        parent_last = parent.first_seq + parent.lines - 1
+        if fork_seq > parent_last:
+            raise SessionCorruptionError(
+                child.path,
+                1,
+                _("parent.seq {seq} is beyond the last event of parent session {id} (seq {last})").format(
+                    seq=fork_seq, id=child.header.parent.id, last=parent_last
+                ),
+            )
+    # Each ancestor is seen up to the lowest fork point below it.
+    limit: int | None = None
+    for position in range(len(segments) - 1, 0, -1):
+        fork_seq = segments[position].first_seq - 1
+        limit = fork_seq if limit is None else min(limit, fork_seq)
+        parent = segments[position - 1]
+        parent.limit = limit
+        parent.count = max(0, min(parent.lines, limit - parent.first_seq + 1))
+    return Chain(segments, opened[-1][3])
+
+
+def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, TornTail | None]:
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SessionNotFoundError(str(path)) from None
+    with handle:
+        first_line = handle.readline()
+        if not first_line:
+            raise SessionCorruptionError(path, 1, _("missing session header: the file is empty"))
+        header = parse_header_line(path, first_line.rstrip(b"\n"))
+        if not first_line.endswith(b"\n"):
+            return header, LineIndex(path, len(first_line), 0, end=len(first_line)), None, None
+        index, rest = open_index(path, handle, first_line.rstrip(b"\n"))
+    if not rest:
+        return header, index, None, None
+    if _is_json(rest):
+        return header, index, rest, None
+    return header, index, None, TornTail(offset=index.end, data=rest)
+
+
+def _parent_path(path: Path, header: SessionHeader, resolve_parent: ParentResolver | None) -> Path:
+    assert header.parent is not None
+    parent_id = header.parent.id
+    # The header's model admits only plain ids (`SESSION_ID_PATTERN`): never a path elsewhere.
+    if resolve_parent is not None:
+        return resolve_parent(parent_id)
+    return path.parent / f"{parent_id}.jsonl"
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        loads(line)
+    except ValueError:  # bad UTF-8, malformed or too deeply nested JSON
+        return False
+    return True
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _inherited_end(segment: Segment) -> int:
+    """The offset just past the last line a descendant inherits from `segment`'s file."""
+    if not segment.count:
+        return segment.index.header_end
+    if segment.count <= len(segment.index):
+        return segment.index.span(segment.count - 1)[1] + 1
+    assert segment.last_line is not None
+    return segment.index.end + len(segment.last_line)

@@ -1,0 +1,302 @@
+"""The line index of one session file (DESIGN §12): where each event line starts and its type.
+
+It is built by a linear byte scan that parses nothing: every event line starts with
+`{"type":"…"` (the writer puts `type` first), so the first 15 bytes of a line name its type. The
+index is a hint, never a verdict: a line it cannot classify gets `UNKNOWN`, and only the strict
+reader (`app.session.reader`) decides whether a line is valid.
+
+It is cached beside the session as `<id>.jsonl.idx` (0600), keyed like the listing's cache by the
+file's size and mtime (plus its inode, a checksum of the header line and one of the last indexed
+line): a file that only grew has just its new bytes scanned; a file cut back to a torn tail is
+rescanned from its last complete line; a file replaced under the index is indexed again from the
+start. Reading the cache never trusts it beyond that key; writing it is best effort (a read-only
+directory only costs a rescan next time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import zlib
+from array import array
+from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add, itemgetter
+from pathlib import Path
+from typing import Any, BinaryIO
+
+INDEX_SUFFIX = ".idx"
+INDEX_MAGIC = b"toolscope-index\n"
+INDEX_VERSION = 2
+CHUNK_SIZE = 16 << 20
+VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
+PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
+
+# One byte per event line. Letters, so that a run of types can be searched with `re` and counted
+# with `bytes.count` in C.
+TYPE_CODES: dict[str, int] = {
+    "turn/start": ord("T"),
+    "turn/end": ord("t"),
+    "step/start": ord("S"),
+    "step/end": ord("s"),
+    "user/message": ord("U"),
+    "request/header": ord("H"),
+    "developer/message": ord("D"),
+    "assistant/message": ord("A"),
+    "tool/call": ord("C"),
+    "tool/result": ord("R"),
+    "agent/request-error": ord("E"),
+    "llm/retry": ord("Y"),
+    "compaction/summary": ord("K"),
+}
+UNKNOWN = ord("?")
+TYPE_NAMES: dict[int, str] = {code: name for name, code in TYPE_CODES.items()}
+_CODE_BY_PREFIX: dict[bytes, int] = {
+    (b'{"type":"' + name.encode() + b'"')[:PREFIX_LENGTH]: code for name, code in TYPE_CODES.items()
+}
+assert len(_CODE_BY_PREFIX) == len(TYPE_CODES)
+_prefix_of = itemgetter(slice(0, PREFIX_LENGTH))
+
+
+def type_code(line: bytes) -> int:
+    """The code of one line (without its newline) by its leading bytes."""
+    return _CODE_BY_PREFIX.get(line[:PREFIX_LENGTH], UNKNOWN)
+
+
+def index_path(session_path: Path) -> Path:
+    return session_path.with_name(session_path.name + INDEX_SUFFIX)
+
+
+class Sections:
+    """The `extra` records of an index, each read and parsed only when first asked for: opening a
+    session reads none of them (a validation record can be megabytes). `source` is the cache file
+    with its meta line and where each record lies in it; a record is read only while the file still
+    has that meta line (another process may have saved a newer cache since)."""
+
+    def __init__(self, source: tuple[Path, bytes, dict[str, tuple[int, int]]] | None = None) -> None:
+        self._source = source
+        self._parsed: dict[str, Any] = {}
+
+    def _unread(self) -> dict[str, tuple[int, int]]:
+        return {
+            key: place for key, place in (self._source[2] if self._source else {}).items()
+            if key not in self._parsed
+        }
+
+    def _read(self, key: str) -> bytes | None:
+        assert self._source is not None
+        cache_path, meta_line, places = self._source
+        start, length = places[key]
+        try:
+            with cache_path.open("rb") as cache:
+                if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC or cache.readline() != meta_line:
+                    return None
+                cache.seek(start)
+                raw = cache.read(length)
+        except OSError:
+            return None
+        return raw if len(raw) == length else None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key not in self._parsed:
+            if key not in self._unread():
+                return default
+            raw = self._read(key)
+            try:
+                self._parsed[key] = json.loads(raw) if raw is not None else None
+            except ValueError:
+                self._parsed[key] = None
+        value = self._parsed[key]
+        return value if value is not None else default
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._parsed[key] = value
+
+    def discard(self, key: str) -> None:
+        self._parsed[key] = None
+
+    def encoded(self) -> dict[str, bytes]:
+        """Every record as JSON bytes (the unread ones as they are in the cache file)."""
+        unread = {key: self._read(key) for key in self._unread()}
+        return {
+            **{key: raw for key, raw in unread.items() if raw is not None},
+            **{
+                key: json.dumps(value, separators=(",", ":")).encode()
+                for key, value in self._parsed.items()
+                if value is not None
+            },
+        }
+
+
+@dataclass
+class LineIndex:
+    """Complete event lines of one file: `offsets[i]` is where line `i + 2` starts (line 1 is the
+    header), `types[i]` its code; `end` is the offset just past the last indexed newline.
+
+    A last line without a newline is not indexed: the reader decides whether it is a torn write or
+    a complete event whose newline is missing.
+    """
+
+    path: Path
+    header_end: int
+    header_crc: int
+    offsets: array = field(default_factory=lambda: array("Q"))
+    types: bytearray = field(default_factory=bytearray)
+    end: int = 0
+    extra: Sections = field(default_factory=Sections)
+    """What other layers keep in the same cache (the fold checkpoints, the validation record);
+    dropped on any rebuild."""
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def span(self, line: int) -> tuple[int, int]:
+        """(start, end) of event line `line` (0-based), newline excluded."""
+        stop = self.offsets[line + 1] if line + 1 < len(self.offsets) else self.end
+        return self.offsets[line], stop - 1
+
+    def add_line(self, offset: int, line: bytes) -> None:
+        """Record a line the writer has just appended at `offset` (`line` has its newline)."""
+        self.offsets.append(offset)
+        self.types.append(type_code(line))
+        self.end = offset + len(line)
+
+    # --- building --------------------------------------------------------------------------------
+
+    def scan(self, handle: BinaryIO) -> bytes:
+        """Index the complete lines after `end`; return the bytes after the last newline."""
+        handle.seek(self.end)
+        pending = b""
+        position = self.end
+        while chunk := handle.read(CHUNK_SIZE):
+            data = pending + chunk if pending else chunk
+            last = data.rfind(b"\n")
+            if last < 0:
+                pending = data
+                continue
+            lines = data[:last].split(b"\n")
+            starts = array("Q", accumulate(map(add, map(len, lines), repeat(1)), initial=position))
+            position = starts.pop()
+            self.offsets.extend(starts)
+            self.types.extend(map(_CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
+            pending = data[last + 1 :]
+        self.end = position
+        return pending
+
+
+def open_index(path: Path, handle: BinaryIO, header_line: bytes) -> tuple[LineIndex, bytes]:
+    """The index of the open session file `handle` (positioned anywhere), from the cache where it
+    is still good, brought up to date by scanning what it does not cover; and the bytes after the
+    file's last newline. Saves the cache when it had to scan."""
+    header_crc = zlib.crc32(header_line)
+    cached = _load(path, os.fstat(handle.fileno()), header_crc, handle)
+    index = cached[0] if cached is not None else LineIndex(
+        path=path, header_end=len(header_line) + 1, header_crc=header_crc, end=len(header_line) + 1
+    )
+    known = len(index)
+    # Even a current index gets the bytes after its end scanned: a writer may have added lines
+    # since the cache was saved by a reader that had not seen them.
+    tail = index.scan(handle)
+    if cached is None or not cached[1] or len(index) != known:
+        save_index(index)
+    return index, tail
+
+
+def save_index(index: LineIndex) -> None:
+    """Write the cache atomically (0600); keyed by the file as it is now. Best effort."""
+    target = index_path(index.path)
+    try:
+        stat = index.path.stat()
+        meta = {
+            "version": INDEX_VERSION,
+            "size": stat.st_size,
+            "mtime": stat.st_mtime_ns,
+            "inode": stat.st_ino,
+            "headerEnd": index.header_end,
+            "headerCrc": index.header_crc,
+            "end": index.end,
+            "count": len(index),
+            "lastCrc": _last_line_crc(index, None),
+        }
+        sections = index.extra.encoded()
+        meta["sections"] = {key: len(raw) for key, raw in sections.items()}
+        # A viewer's worker thread may save while its UI thread does: one temporary file each.
+        temporary = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(INDEX_MAGIC)
+            handle.write(json.dumps(meta, separators=(",", ":")).encode() + b"\n")
+            handle.write(index.offsets.tobytes())
+            handle.write(index.types)
+            for raw in sections.values():
+                handle.write(raw)
+        os.replace(temporary, target)
+    except (OSError, ValueError):
+        pass
+
+
+def _load(
+    path: Path, stat: os.stat_result, header_crc: int, handle: BinaryIO
+) -> tuple[LineIndex, bool] | None:
+    """(index, current) from the cache, or None when there is none or it describes another file.
+
+    `current` is true when the file is exactly as the index saw it; otherwise the index is good up
+    to `end` and the bytes after it still need a scan.
+    """
+    try:
+        with index_path(path).open("rb") as cache:
+            if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC:
+                return None
+            meta_line = cache.readline()
+            meta = json.loads(meta_line)
+            if meta.get("version") != INDEX_VERSION or meta["headerCrc"] != header_crc:
+                return None
+            count = meta["count"]
+            offsets = array("Q")
+            offsets.frombytes(cache.read(count * offsets.itemsize))
+            types = bytearray(cache.read(count))
+            places, start = {}, cache.tell()
+            for key, length in meta["sections"].items():
+                places[str(key)] = (start, int(length))
+                start += int(length)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if len(offsets) != count or len(types) != count or meta["inode"] != stat.st_ino:
+        return None
+    index = LineIndex(
+        path=path,
+        header_end=meta["headerEnd"],
+        header_crc=header_crc,
+        offsets=offsets,
+        types=types,
+        end=meta["end"],
+        extra=Sections((index_path(path), meta_line, places)),
+    )
+    if stat.st_size == meta["size"] and stat.st_mtime_ns == meta["mtime"]:
+        return index, True
+    # A record that every line was validated holds for the file exactly as it was (DESIGN §12).
+    index.extra.discard(VALIDATED)
+    # Changed since. Logs only grow, or lose a torn tail after their last complete line: reuse the
+    # index then, if the file still holds the last indexed line where it was. A file of the same
+    # size with another mtime was rewritten: index it again.
+    if (
+        stat.st_size == meta["size"]
+        or stat.st_size < index.end
+        or _last_line_crc(index, handle) != meta["lastCrc"]
+    ):
+        return None
+    return index, False
+
+
+def _last_line_crc(index: LineIndex, handle: BinaryIO | None) -> int:
+    """Checksum of the last indexed line as the file holds it now (0 when nothing is indexed)."""
+    if not len(index):
+        return 0
+    start = index.offsets[-1]
+    if handle is None:
+        with index.path.open("rb") as own:
+            own.seek(start)
+            return zlib.crc32(own.read(index.end - start))
+    handle.seek(start)
+    return zlib.crc32(handle.read(index.end - start))

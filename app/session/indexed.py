@@ -1,0 +1,453 @@
+"""The session view over a line index (DESIGN §12): any part of a huge log without folding it all.
+
+Only a few event types change what a model request is sent with: a `request/header` (the header in
+force and the tool history), a `developer/message` (the tool history) and a `compaction/summary`
+(the message window). Everything else only counts: requests, turns, steps, which the line index's
+type codes give without parsing. So the fold state at any seq — a `Cursor` — is carried forward by
+reading those few lines, and it is recorded every `CHECKPOINT_EVERY` events (in the index cache,
+so the next open starts from them). A request, a turn or the tail is then built by seeding the one
+reducer, `SessionView`, from the nearest checkpoint and folding just its own events: the result is
+the very object a fold from seq 0 makes (a hypothesis property checks that).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar, overload
+
+from app.i18n import _
+from app.session.chain import Chain
+from app.session.errors import SessionCorruptionError
+from app.session.events import (
+    CompactionSummary,
+    DeveloperMessage,
+    Envelope,
+    RequestHeader,
+    RequestHeaderData,
+    SessionHeader,
+)
+from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
+from app.session.index import TYPE_CODES, save_index
+from app.session.view import (
+    FoldSeed,
+    Item,
+    Message,
+    ModelRequest,
+    SessionView,
+    Step,
+    Turn,
+    WindowBase,
+    item_of,
+    open_step_of,
+)
+
+CHECKPOINT_EVERY = 1024
+TURN_CACHE_SIZE = 256
+BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
+
+T = TypeVar("T")
+
+
+def _codes(*types: str) -> bytes:
+    return bytes(TYPE_CODES[name] for name in types)
+
+
+REQUEST_CODES = _codes("assistant/message", "agent/request-error")
+TURN_CODES = _codes("turn/start")
+STEP_CODES = _codes("step/start")
+MESSAGE_CODES = _codes("user/message", "developer/message", "assistant/message", "tool/result")
+STRUCTURE_CODES = _codes("turn/start", "turn/end", "step/start", "step/end")
+CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary")
+_CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
+
+
+# --- the fold state at a seq --------------------------------------------------------------------
+
+
+@dataclass
+class Cursor:
+    """The fold state before `seq`: what a request made at `seq` would be sent with.
+
+    The message window is `pinned` (seqs kept by the last compaction, the summary first) followed
+    by every message event from `window_start` on.
+    """
+
+    seq: int
+    requests: int
+    header: RequestHeaderData | None
+    header_seq: int | None
+    history: ToolHistoryReducer
+    pinned: tuple[int, ...]
+    window_start: int
+
+    def copy(self) -> Cursor:
+        return Cursor(
+            self.seq, self.requests, self.header, self.header_seq, self.history.copy(),
+            self.pinned, self.window_start,
+        )
+
+    def to_json(self) -> list[object]:
+        return [
+            self.seq, self.requests, self.header_seq, self.history.state().to_json(),
+            list(self.pinned), self.window_start,
+        ]
+
+    @classmethod
+    def from_json(cls, value: list, chain: Chain) -> Cursor:  # type: ignore[type-arg]
+        seq, requests, header_seq, history, pinned, window_start = value
+        header = None
+        if header_seq is not None:
+            event = chain.event(header_seq)
+            assert isinstance(event, RequestHeader)
+            header = event.data
+        reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
+        return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
+
+    def change(self, event: Envelope, chain: Chain) -> None:
+        """Fold one of the events that change the state (header, developer message, summary)."""
+        if isinstance(event, RequestHeader):
+            self.header, self.header_seq = event.data, event.seq
+        elif isinstance(event, CompactionSummary):
+            kept = (*self.pinned, *_positions(chain.types, MESSAGE_CODES, self.window_start, event.seq))
+            self.pinned = (event.seq, *(seq for seq in kept if seq > event.data.up_to_seq))
+            self.window_start = event.seq + 1
+        try:
+            self.history.apply(event)
+        except KeyError as missing:
+            path, line = chain.line_number(event.seq)
+            raise SessionCorruptionError(
+                path,
+                line,
+                _("a tool addition refers to a header that does not declare {name}").format(name=missing),
+            ) from None
+
+    def advance(self, stop: int, chain: Chain) -> None:
+        """Carry the state forward to before `stop`, reading only the events that change it."""
+        types = chain.types
+        for match in _CHANGES.finditer(types, self.seq, stop):
+            self.requests += _count(types, REQUEST_CODES, self.seq, match.start())
+            self.seq = match.start()
+            self.change(chain.event(self.seq), chain)
+            self.seq += 1
+        if stop > self.seq:
+            self.requests += _count(types, REQUEST_CODES, self.seq, stop)
+            self.seq = stop
+        self.history.advance(stop - 1)
+
+    def seed(self, chain: Chain) -> FoldSeed:
+        pinned, start, stop = self.pinned, self.window_start, self.seq
+
+        def load() -> list[Message]:
+            seqs = [*pinned, *_positions(chain.types, MESSAGE_CODES, start, stop)]
+            return [item_of(event) for event in chain.select(seqs)]  # type: ignore[misc]
+
+        return FoldSeed(
+            next_seq=self.seq,
+            requests=self.requests,
+            header=self.header,
+            header_seq=self.header_seq,
+            history=self.history.copy(),
+            window=WindowBase(load) if pinned or start < stop else None,
+        )
+
+
+_ALL_CODES = bytes(range(256))
+
+
+def _count(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> int:
+    """How many of `types[start:stop]` are in `codes` (one C pass, whatever the number of codes)."""
+    if len(codes) == 1:
+        return types.count(codes, start, stop)
+    others = _ALL_CODES.translate(None, codes)
+    return len(types[start:stop].translate(None, others))
+
+
+def _positions(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> list[int]:
+    """The seqs in `start..stop-1` whose type code is in `codes`."""
+    pattern = re.compile(b"[" + codes + b"]")
+    return [match.start() for match in pattern.finditer(types, start, stop)]
+
+
+# --- finding the n-th event of some kinds -----------------------------------------------------------
+
+
+class Positions:
+    """The seqs of the events whose type code is in `codes`, counted per block so that the n-th
+    one is found by bisecting block totals and scanning one block."""
+
+    def __init__(self, types: bytearray, codes: bytes) -> None:
+        self._types = types
+        self._codes = codes
+        self._pattern = re.compile(b"[" + codes + b"]")
+        self._totals: list[int] = [0]  # events before each complete block
+
+    def _complete(self) -> None:
+        blocks = len(self._types) // BLOCK
+        while len(self._totals) <= blocks:
+            block = len(self._totals) - 1
+            self._totals.append(
+                self._totals[-1] + _count(self._types, self._codes, block * BLOCK, (block + 1) * BLOCK)
+            )
+
+    def __len__(self) -> int:
+        self._complete()
+        done = (len(self._totals) - 1) * BLOCK
+        return self._totals[-1] + _count(self._types, self._codes, done, len(self._types))
+
+    def rank(self, seq: int) -> int:
+        """How many such events come before `seq`."""
+        self._complete()
+        block = min(seq // BLOCK, len(self._totals) - 1)
+        return self._totals[block] + _count(self._types, self._codes, block * BLOCK, seq)
+
+    def nth(self, n: int) -> int:
+        """The seq of the n-th (0-based) such event."""
+        return self.run(n, n + 1)[0]
+
+    def run(self, start: int, stop: int) -> list[int]:
+        """The seqs of the `start`-th to the `stop - 1`-th such events."""
+        self._complete()
+        block = bisect.bisect_right(self._totals, start) - 1
+        skip = start - self._totals[block]
+        seqs: list[int] = []
+        for match in self._pattern.finditer(self._types, block * BLOCK):
+            if skip:
+                skip -= 1
+                continue
+            seqs.append(match.start())
+            if len(seqs) == stop - start:
+                return seqs
+        raise IndexError(stop - 1)
+
+
+class LazyList(Sequence[T], Generic[T]):
+    """A read-only list whose elements are built on access (nothing is kept)."""
+
+    def __init__(
+        self,
+        length: Callable[[], int],
+        build: Callable[[int], T],
+        build_run: Callable[[int, int], list[T]] | None = None,
+    ) -> None:
+        self._length = length
+        self._build = build
+        self._build_run = build_run
+
+    def __len__(self) -> int:
+        return self._length()
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        size = len(self)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(size)
+            if self._build_run is not None and step == 1:
+                return self._build_run(start, stop) if start < stop else []
+            return [self._build(i) for i in range(start, stop, step)]
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError(index)
+        return self._build(index)
+
+    def __iter__(self) -> Iterator[T]:
+        for index in range(len(self)):
+            yield self._build(index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+# --- the view ------------------------------------------------------------------------------------
+
+
+class IndexedView:
+    """`SessionView`'s reading interface over a `Chain`, built on demand from checkpoints.
+
+    `apply` follows events appended to the chain (by the writer or a refresh). Lists are
+    `LazyList`s: an element is built when it is read and not kept, so memory stays flat whatever
+    the size of the log.
+    """
+
+    def __init__(self, chain: Chain, every: int = CHECKPOINT_EVERY) -> None:
+        self.header: SessionHeader = chain.header
+        self._chain = chain
+        self._every = every
+        self._checkpoints: list[list] = []  # type: ignore[type-arg]
+        self._requests = Positions(chain.types, REQUEST_CODES)
+        self._turn_starts = Positions(chain.types, TURN_CODES)
+        self._items = Positions(chain.types, _item_codes())
+        self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
+        self._load_checkpoints()
+        self._tail_state: Cursor | None = None  # the state after the last event, built when asked
+        self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
+        self.requests: LazyList[ModelRequest] = LazyList(lambda: len(self._requests), self.request)
+        self.turns: LazyList[Turn] = LazyList(lambda: len(self._turn_starts), self.turn)
+        self.items: LazyList[Item] = LazyList(lambda: len(self._items), self.item, self.item_run)
+
+    @property
+    def _tail(self) -> Cursor:
+        if self._tail_state is None:
+            self._tail_state = self._state_at(len(self._chain), keep=False)
+        return self._tail_state
+
+    # --- the SessionView interface -----------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        return len(self._chain) - 1
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        return SessionView.seeded(self.header, self._tail.seed(self._chain)).messages
+
+    @property
+    def current_header(self) -> RequestHeaderData | None:
+        return self._tail.header
+
+    @property
+    def current_header_seq(self) -> int | None:
+        return self._tail.header_seq
+
+    @property
+    def history(self) -> ToolHistory:
+        return self._tail.history.snapshot()
+
+    @property
+    def open_turn(self) -> Turn | None:
+        turns = len(self._turn_starts)
+        if not turns:
+            return None
+        turn = self.turn(turns - 1)
+        return turn if turn.open else None
+
+    @property
+    def open_step(self) -> Step | None:
+        return open_step_of(self.open_turn)
+
+    def apply(self, event: Envelope) -> None:
+        """Follow an event just added to the chain (its seq is the chain's last)."""
+        tail = self._tail_state
+        if tail is None:
+            return  # built from the chain, this event included, when first asked for
+        if tail.seq % self._every == 0 and tail.seq // self._every == len(self._checkpoints):
+            self._checkpoints.append(tail.to_json())
+        if event.type in ("assistant/message", "agent/request-error"):
+            tail.requests += 1
+        if isinstance(event, (RequestHeader, DeveloperMessage, CompactionSummary)):
+            tail.change(event, self._chain)
+        tail.seq = event.seq + 1
+        tail.history.advance(event.seq)
+
+    def save(self) -> None:
+        """Keep the checkpoints in the index cache (the writer calls this as it closes)."""
+        self._save_checkpoints(force=True)
+
+    # --- building ----------------------------------------------------------------------------------
+
+    def request(self, index: int) -> ModelRequest:
+        """Request `index + 1` (0-based `index`), as the full fold makes it."""
+        seq = self._requests.nth(index)
+        view = SessionView.seeded(self.header, self._state_at(seq).seed(self._chain))
+        view.apply(self._chain.event(seq))
+        return view.requests[0]
+
+    def turn(self, index: int) -> Turn:
+        """Turn `index + 1`. The last few built are kept, so reading one twice gives the same object
+        (and its steps), as `SessionView` does; a turn that may still grow is built again once the
+        log has."""
+        last = index + 1 >= len(self._turn_starts)
+        key = (index, len(self._chain) if last else None)
+        cached = self._turn_cache.get(key)
+        if cached is not None:
+            self._turn_cache.move_to_end(key)
+            return cached
+        start = self._turn_starts.nth(index)
+        stop = len(self._chain) if last else self._turn_starts.nth(index + 1)
+        view = SessionView.seeded(self.header, self._state_at(start).seed(self._chain))
+        for event in self._chain.events(start, stop):
+            view.apply(event)
+        self._turn_cache[key] = view.turns[0]
+        if len(self._turn_cache) > TURN_CACHE_SIZE:
+            self._turn_cache.popitem(last=False)
+        return view.turns[0]
+
+    def item(self, index: int) -> Item:
+        item = item_of(self._chain.event(self._items.nth(index)))
+        assert item is not None
+        return item
+
+    def item_run(self, start: int, stop: int) -> list[Item]:
+        """Items `start..stop-1`, parsed from one read."""
+        events = self._chain.select(self._items.run(start, stop))
+        return [item for item in map(item_of, events) if item is not None]
+
+    def position(self, seq: int) -> tuple[int, int, int]:
+        """(turn, step, requests made before) at `seq`: what a list row shows beside its item."""
+        turn = self._turn_starts.rank(seq + 1)
+        if not turn:
+            return 0, 0, self._requests.rank(seq)
+        turn_start = self._turn_starts.nth(turn - 1)
+        step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
+        return turn, step, self._requests.rank(seq)
+
+    # --- checkpoints -------------------------------------------------------------------------------
+
+    def _state_at(self, seq: int, *, keep: bool = True) -> Cursor:
+        """The fold state before `seq`: from the last state built when it is on the way, else from
+        the nearest checkpoint."""
+        self._extend_checkpoints(seq)
+        self._save_checkpoints()
+        cursor = self._cursor
+        nearest = min(seq // self._every, len(self._checkpoints) - 1)
+        if not keep or cursor is None or not nearest * self._every <= cursor.seq <= seq:
+            cursor = Cursor.from_json(self._checkpoints[nearest], self._chain)
+        cursor.advance(seq, self._chain)
+        if not keep:
+            return cursor
+        self._cursor = cursor
+        return cursor.copy()
+
+    def _extend_checkpoints(self, seq: int) -> None:
+        """Record the checkpoints up to `seq` that no one recorded yet (a fold over few events)."""
+        if not self._checkpoints:
+            self._checkpoints.append(_empty_cursor(self._chain).to_json())
+        last = len(self._checkpoints) - 1
+        if last * self._every + self._every > seq:
+            return
+        cursor = Cursor.from_json(self._checkpoints[last], self._chain)
+        for boundary in range((last + 1) * self._every, seq + 1, self._every):
+            cursor.advance(boundary, self._chain)
+            self._checkpoints.append(cursor.to_json())
+
+    def _load_checkpoints(self) -> None:
+        saved = self._chain.own.index.extra.get("checkpoints")
+        if isinstance(saved, dict) and saved.get("every") == self._every and saved.get("chain") == self._chain.key():
+            self._checkpoints = list(saved["states"])[: len(self._chain) // self._every + 1]
+        self._saved = len(self._checkpoints)
+
+    def _save_checkpoints(self, *, force: bool = False) -> None:
+        if len(self._checkpoints) == self._saved and not force:
+            return
+        index = self._chain.own.index
+        index.extra["checkpoints"] = {"every": self._every, "chain": self._chain.key(), "states": self._checkpoints}
+        save_index(index)
+        self._saved = len(self._checkpoints)
+
+def _empty_cursor(chain: Chain) -> Cursor:
+    return Cursor(0, 0, None, None, ToolHistoryReducer(chain.event), (), 0)
+
+
+def _item_codes() -> bytes:
+    return bytes(code for code in TYPE_CODES.values() if code not in STRUCTURE_CODES) + b"?"

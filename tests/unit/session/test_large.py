@@ -1,0 +1,386 @@
+"""Large sessions (DESIGN §12): the line index and its cache, views built from fold checkpoints,
+strict validation in the background — through real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.session.chain import open_chain
+from app.session.errors import SessionCorruptionError
+from app.session.events import CompactionSummary, Envelope, encode_event, encode_header
+from app.session.index import INDEX_MAGIC, TYPE_CODES, index_path
+from app.session.indexed import IndexedView
+from app.session.invariants import InvariantChecker
+from app.session.session import Session
+from app.session.store import SessionStore, SessionWriter
+from app.session.view import SessionView
+from tests.support.histories import GeneratedLog, session_logs
+
+
+def _assert_same(view: IndexedView, expected: SessionView) -> None:
+    assert len(view.requests) == len(expected.requests)
+    assert list(view.requests) == expected.requests
+    assert list(view.turns) == expected.turns
+    assert list(view.items) == expected.items
+    assert view.items[1:-1] == expected.items[1:-1]
+    assert view.messages == expected.messages
+    assert view.history == expected.history
+    assert view.current_header == expected.current_header
+    assert view.current_header_seq == expected.current_header_seq
+    assert view.open_turn == expected.open_turn
+    assert view.open_step == expected.open_step
+    assert view.last_seq == expected.last_seq
+
+
+@st.composite
+def logs_with_partial_compactions(draw: st.DrawFn) -> GeneratedLog:
+    """Drawn logs whose compactions sometimes keep messages (an `upToSeq` before the summary)."""
+    log = draw(session_logs())
+    events: list[Envelope] = []
+    for event in log.events:
+        if isinstance(event, CompactionSummary) and event.seq > 0 and draw(st.booleans()):
+            up_to = draw(st.integers(0, event.seq - 1))
+            event = event.model_copy(update={"data": event.data.model_copy(update={"up_to_seq": up_to})})
+        events.append(event)
+    return GeneratedLog(header=log.header, events=tuple(events))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=logs_with_partial_compactions(), every=st.integers(1, 12), data=st.data())
+def test_any_request_built_from_a_checkpoint_equals_the_full_fold(
+    log: GeneratedLog, every: int, data: st.DataObject
+) -> None:
+    expected = log.view()
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(log.jsonl())
+        view = IndexedView(open_chain(path), every=every)
+        # Any order: from a checkpoint, or on from the state the previous request left.
+        order = data.draw(st.permutations(range(len(expected.requests))), label="order")
+        for index in order:
+            assert view.requests[index] == expected.requests[index]
+            assert tuple(view.requests[index].messages) == tuple(expected.requests[index].messages)
+        _assert_same(view, expected)
+        # Reopened: the checkpoints come from the index cache.
+        _assert_same(IndexedView(open_chain(path), every=every), expected)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs(), data=st.data())
+def test_a_view_that_follows_appends_equals_the_full_fold(log: GeneratedLog, data: st.DataObject) -> None:
+    cut = data.draw(st.integers(0, len(log.events)), label="cut")
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(encode_header(log.header) + b"".join(map(encode_event, log.events[:cut])))
+        session = Session.open(path)
+        session.view()
+        with path.open("ab") as handle:
+            handle.write(b"".join(map(encode_event, log.events[cut:])))
+        session.refresh()
+        _assert_same(session.view(), log.view())
+
+
+# --- the index cache ---------------------------------------------------------------------------------
+
+
+def _cache_meta(path: Path) -> dict:  # type: ignore[type-arg]
+    with index_path(path).open("rb") as handle:
+        assert handle.read(len(INDEX_MAGIC)) == INDEX_MAGIC
+        return json.loads(handle.readline())
+
+
+def test_the_index_is_cached_beside_the_session_and_extended_by_appends(logs) -> None:
+    lines = logs.completed_turn()
+    path = logs.write("s", lines[:5])
+    assert len(Session.open(path).chain) == 5
+    assert _cache_meta(path)["count"] == 5 and index_path(path).stat().st_mode & 0o777 == 0o600
+
+    with path.open("ab") as handle:
+        handle.write(b"".join(line + b"\n" for line in lines[5:]))
+    session = Session.open(path)
+
+    assert _cache_meta(path)["count"] == 9
+    assert [event.seq for event in session.events] == list(range(9))
+    assert session.chain.own.index.offsets.tolist() == _offsets(path)
+
+
+def test_a_truncation_to_a_torn_tail_is_followed(logs) -> None:
+    lines = logs.completed_turn()
+    path = logs.write("s", lines)
+    Session.open(path).view()
+    cut = len(lines[-1]) // 2
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size - cut)
+
+    session = Session.open(path)
+
+    assert session.torn is not None and session.torn.data == (lines[-1] + b"\n")[:-cut]
+    assert [event.seq for event in session.events] == list(range(8))
+    assert session.view().open_turn is not None
+
+
+def test_a_file_replaced_under_its_index_is_indexed_again(logs, tmp_path) -> None:
+    path = logs.write("s", logs.completed_turn())
+    Session.open(path).view()
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(
+        logs.header("s") + b"\n" + b"".join(line + b"\n" for line in logs.completed_turn(call_id="zz")[:7])
+    )
+    os.replace(other, path)
+
+    session = Session.open(path)
+
+    assert [event.seq for event in session.events] == list(range(7))
+    assert session.chain.own.index.offsets.tolist() == _offsets(path)
+    assert session.view().requests[0].outcome.tool_calls[0].call_id == "zz"
+
+
+def test_a_file_rewritten_in_place_with_the_same_size_is_indexed_again(logs) -> None:
+    lines = logs.completed_turn()
+    path = logs.write("s", lines)
+    Session.open(path).view()
+    data = path.read_bytes()
+    # Same length, other content: "read the readme" → "READ THE README".
+    path.write_bytes(data.replace(b"read the readme", b"READ THE README"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+
+    session = Session.open(path)
+
+    assert session.view().items[0].text == "READ THE README"
+
+
+def test_a_corrupt_index_cache_is_ignored(logs) -> None:
+    path = logs.write("s", logs.completed_turn())
+    Session.open(path)
+    index_path(path).write_bytes(INDEX_MAGIC + b"{not json\n")
+
+    assert [event.seq for event in Session.open(path).events] == list(range(9))
+
+
+def test_the_writer_keeps_the_index_current(logs, tmp_path) -> None:
+    store = SessionStore(logs.directory)
+    with store.create(tmp_path) as writer:
+        writer.append("turn/start", {"turn": 1})
+        writer.append("user/message", {"id": "u1", "text": "hello"})
+        path = writer.path
+    meta = _cache_meta(path)
+
+    assert meta["count"] == 2 and meta["size"] == path.stat().st_size
+    assert Session.open(path).chain.own.index.offsets.tolist() == _offsets(path)
+
+
+def _offsets(path: Path) -> list[int]:
+    data = path.read_bytes()
+    starts, position = [], data.index(b"\n") + 1
+    while position < len(data) and data.find(b"\n", position) >= 0:
+        starts.append(position)
+        position = data.index(b"\n", position) + 1
+    return starts
+
+
+# --- a 100k-event session ------------------------------------------------------------------------
+
+
+TURN_TEMPLATE = (
+    '{{"type":"turn/start","seq":{0},"time":1,"data":{{"turn":{t}}}}}',
+    '{{"type":"user/message","seq":{1},"time":1,"data":{{"id":"u{t}","text":"question {t}"}}}}',
+    '{{"type":"step/start","seq":{2},"time":1,"data":{{"turn":{t},"step":1}}}}',
+    '{{"type":"assistant/message","seq":{3},"time":1,"data":{{"turn":{t},"step":1,"route":"offline/demo",'
+    '"model":"demo","content":[{{"type":"tool-call","callId":"c{t}","name":"read","arguments":"{{}}"}}],'
+    '"finish":"tool-calls"}}}}',
+    '{{"type":"tool/call","seq":{4},"time":1,"data":{{"turn":{t},"step":1,"callId":"c{t}","name":"read",'
+    '"arguments":"{{}}"}}}}',
+    '{{"type":"tool/result","seq":{5},"time":1,"data":{{"turn":{t},"step":1,"callId":"c{t}","name":"read",'
+    '"content":"text of {t}","isError":false}}}}',
+    '{{"type":"step/end","seq":{6},"time":1,"data":{{"turn":{t},"step":1}}}}',
+    '{{"type":"step/start","seq":{7},"time":1,"data":{{"turn":{t},"step":2}}}}',
+    '{{"type":"assistant/message","seq":{8},"time":1,"data":{{"turn":{t},"step":2,"route":"offline/demo",'
+    '"model":"demo","content":[{{"type":"text","text":"answer {t}"}}],"finish":"stop"}}}}',
+    '{{"type":"step/end","seq":{9},"time":1,"data":{{"turn":{t},"step":2}}}}',
+    '{{"type":"turn/end","seq":{10},"time":1,"data":{{"turn":{t},"reason":"completed"}}}}',
+)
+BIG_TURNS = 9_100  # 100,100 events
+
+
+@pytest.fixture(scope="session")
+def big_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A valid 100k-event log written from a template (seconds, not minutes)."""
+    path = tmp_path_factory.mktemp("big") / "big.jsonl"
+    width = len(TURN_TEMPLATE)
+    with path.open("w") as handle:
+        handle.write(json.dumps({"type": "session", "version": 1, "id": "big", "createdAt": 1, "cwd": "/", "parent": None}) + "\n")
+        for turn in range(1, BIG_TURNS + 1):
+            base = (turn - 1) * width
+            seqs = range(base, base + width)
+            handle.write("\n".join(line.format(*seqs, t=turn) for line in TURN_TEMPLATE) + "\n")
+    yield path
+
+
+def test_a_corruption_mid_file_is_reported_with_its_line_while_the_tail_is_readable(
+    big_log: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "big.jsonl"
+    lines = big_log.read_bytes().split(b"\n")
+    # The first tool/call from line 50,000 on reuses the callId of the first turn's call.
+    index = next(i for i in range(49_999, len(lines)) if lines[i].startswith(b'{"type":"tool/call"'))
+    number, seq = index + 1, index - 1
+    call_id = json.loads(lines[index])["data"]["callId"]
+    lines[index] = lines[index].replace(f'"callId":"{call_id}"'.encode(), b'"callId":"c1"')
+    path.write_bytes(b"\n".join(lines))
+    session = Session.open(path)
+
+    tail = session.view().items[-200:]
+    last = session.view().requests[-1]
+    progress = session.validation()
+    first = next(progress)
+    with pytest.raises(SessionCorruptionError) as caught:
+        for _count in progress:
+            pass
+
+    assert [item.seq for item in tail] == sorted(item.seq for item in tail) and tail[-1].seq == 100_097
+    assert last.index == 2 * BIG_TURNS and last.outcome.text == f"answer {BIG_TURNS}"
+    assert 0 < first < seq
+    assert caught.value.path == path and caught.value.line == number
+    assert caught.value.reason == "callId 'c1' was already used by the tool/call at seq 4"
+    # What was shown stays readable.
+    assert session.view().items[-1].seq == 100_097
+
+
+# --- the validation record: the writer does not validate the same bytes twice ----------------------
+
+
+def _two_turns(big_log: Path, tmp_path: Path, turns: int = 2_000) -> Path:
+    """The first `turns` turns of the template log, as a session of its own."""
+    path = tmp_path / "big.jsonl"
+    lines = big_log.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join(lines[: 1 + turns * len(TURN_TEMPLATE)]) + b"\n")
+    return path
+
+
+SIXTH_CALL_LINE = 1 + 5 * len(TURN_TEMPLATE) + 5  # the header, five turns, the sixth's tool/call
+
+
+def _swap_call_id(path: Path, line_number: int) -> None:
+    """Give the tool/call on `line_number` the first turn's callId, keeping the file's size."""
+    lines = path.read_bytes().split(b"\n")
+    call = lines[line_number - 1]
+    assert call.startswith(b'{"type":"tool/call"')
+    call_id = json.loads(call)["data"]["callId"].encode()
+    lines[line_number - 1] = call.replace(b'"callId":"' + call_id + b'"', b'"callId":"c1' + b"x" * (len(call_id) - 2) + b'"')
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_a_validated_session_keeps_a_record_the_writer_trusts_while_the_file_is_unchanged(
+    big_log: Path, tmp_path: Path
+) -> None:
+    path = _two_turns(big_log, tmp_path)
+    Session.open(path).view().items[-1]  # a reader keeps no record: it validated nothing
+    assert "validated" not in _cache_meta(path)["sections"]
+    Session.open(path).load()  # a full validation keeps its record in the index
+    assert "validated" in _cache_meta(path)["sections"]
+    stat = path.stat()
+    # An edit that keeps inode, size and mtime (no writer does this) shows what is trusted: the
+    # record, so the old lines are not read again; the writer still appends valid events after them.
+    _swap_call_id(path, SIXTH_CALL_LINE)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with SessionWriter.open(path) as writer:
+        assert writer.next_seq == 2_000 * len(TURN_TEMPLATE)
+        writer.append("turn/start", {"turn": 2_001})
+    assert "validated" in _cache_meta(path)["sections"]
+
+
+@pytest.mark.parametrize("change", ["rewritten in place", "appended to"])
+def test_a_file_changed_since_its_record_is_validated_again_by_the_writer(
+    big_log: Path, tmp_path: Path, change: str
+) -> None:
+    path = _two_turns(big_log, tmp_path)
+    Session.open(path).load()
+    number = SIXTH_CALL_LINE
+    _swap_call_id(path, number)
+    if change == "appended to":
+        with path.open("ab") as handle:
+            handle.write(b'{"type":"turn/start","seq":22000,"time":1,"data":{"turn":2001}}\n')
+    before = path.read_bytes()
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(path)
+
+    assert caught.value.line == number and "'c1'" in caught.value.reason
+    assert path.read_bytes() == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs(), data=st.data())
+def test_a_checker_restored_from_its_json_state_goes_on_like_the_original(
+    log: GeneratedLog, data: st.DataObject
+) -> None:
+    split = data.draw(st.integers(0, len(log.events)))
+    whole, first = InvariantChecker(), InvariantChecker()
+    for event in log.events:
+        whole.feed(event)
+    for event in log.events[:split]:
+        first.feed(event)
+    state = json.loads(json.dumps(first.state_json()))
+    restored = InvariantChecker.restore(state, bytes(TYPE_CODES[event.type] for event in log.events[:split]))
+    for event in log.events[split:]:
+        restored.feed(event)
+
+    assert json.dumps(restored.state_json()) == json.dumps(whole.state_json())
+    assert restored.pending_calls() == whole.pending_calls()
+
+
+def test_a_worker_thread_validates_with_progress_while_the_tail_is_read(big_log: Path, tmp_path: Path) -> None:
+    """The viewer's use: `validate(progress)` in a real thread, the view read meanwhile."""
+    path = tmp_path / "big.jsonl"
+    lines = big_log.read_bytes().split(b"\n")
+    index = next(i for i in range(79_999, len(lines)) if lines[i].startswith(b'{"type":"tool/call"'))
+    call_id = json.loads(lines[index])["data"]["callId"]
+    lines[index] = lines[index].replace(f'"callId":"{call_id}"'.encode(), b'"callId":"c1"')
+    path.write_bytes(b"\n".join(lines))
+    session = Session.open(path)
+    reports: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            session.validate(lambda done, total: reports.append((done, total)))
+        except SessionCorruptionError as error:
+            failures.append(error)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    tails = [session.view().items[-50:] for _ in range(20)]
+    worker.join()
+
+    assert all(tail[-1].seq == 100_097 for tail in tails)
+    assert reports and [done for done, _total in reports] == sorted(done for done, _total in reports)
+    assert {total for _done, total in reports} == {100_100} and reports[-1][0] < index - 1
+    assert len(failures) == 1 and failures[0].line == index + 1
+    assert not session.validated
+
+
+def test_a_forks_record_does_not_cover_a_parent_replaced_since(logs) -> None:
+    parent_lines = logs.completed_turn()
+    parent = logs.write("p", parent_lines)
+    child = logs.write("c", logs.completed_turn(9, turn=2, call_id="c9"), parent={"id": "p", "seq": 8})
+    Session.open(child).load()
+    assert "validated" in _cache_meta(child)["sections"]
+    # The parent replaced by a file whose inherited turn reuses a callId: same lines, same count.
+    broken = [line.replace(b'"callId":"c1"', b'"callId":"c9"') for line in parent_lines]
+    replacement = parent.with_name("p.new")
+    replacement.write_bytes(logs.header("p") + b"\n" + b"".join(line + b"\n" for line in broken))
+    os.replace(replacement, parent)
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(child)
+
+    assert caught.value.path == child and "'c9'" in caught.value.reason
