@@ -37,10 +37,19 @@ class SessionFileSource:
         return self.path.stat().st_size
 
     def load(self) -> SessionView:
-        """Read, parse, validate and reduce every event (slow on a large log: run it in a thread)."""
+        """The session's view from its line index: events are parsed (each line strictly) as the
+        view is read, so call it and read the view in a worker thread; the strict validation of the
+        whole log against its invariants is `validate`'s, in another worker."""
         if self.session is None:
             self.session = Session.open(self.path)
-        return self.session.load().view()
+        return self.session.view()
+
+    def validate(self, progress: Callable[[int, int], None]) -> None:
+        """Every line strictly and against the invariants (a worker thread); raises
+        `SessionCorruptionError` naming the file and line."""
+        if self.session is None:
+            self.session = Session.open(self.path)
+        self.session.validate(progress)
 
 
 class LiveSource:
@@ -59,6 +68,9 @@ class LiveSource:
 
     def load(self) -> SessionView | None:
         return self._view()
+
+    def validate(self, progress: Callable[[int, int], None]) -> None:
+        """Nothing to do: the chat's own writer validated the log when it opened it."""
 
 
 TrajectorySource = SessionFileSource | LiveSource

@@ -82,6 +82,7 @@ class TrajectoryScreen(Screen[None]):
         self._matches: list[Entry] = []
         self._query = ""
         self._match_note = ""
+        self._validation_note = ""
         self._detail_timer: Timer | None = None
         self._tree = TrajectoryTree(self.model, self.kinds, id="trajectory-tree")
         self._list = TrajectoryList(self.model, self.kinds, id="trajectory-list")
@@ -115,16 +116,60 @@ class TrajectoryScreen(Screen[None]):
 
     @work(group="trajectory-load", exclusive=True)
     async def _load(self) -> None:
+        """Read the view and build its rows in a thread (a file), or at once (the chat's live view);
+        a file is then validated in the background while it is browsed."""
         try:
-            view = self.source.load() if self.source.live else await asyncio.to_thread(self.source.load)
+            if self.source.live:
+                model = self._model_of(self.source.load())
+            else:
+                model = await asyncio.to_thread(lambda: self._model_of(self.source.load()))
         except (SessionError, OSError) as error:
             self._failed(str(error))
             return
         self.loaded = True
         self.query_one("#viewer-loading").display = False
-        self._show_view(view)
+        self._show_model(model)
         if self.source.live:
             self.app.session_advanced.subscribe(self, self._advanced)  # type: ignore[attr-defined]
+        else:
+            self._validate()
+
+    @work(group="trajectory-validate", exclusive=True, thread=True)
+    def _validate(self) -> None:
+        """Strict validation of every line goes on behind the trajectory; the title shows how far
+        it got, and a corruption it finds is said with its file and line, keeping what is shown."""
+        last = -1
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last
+            percent = done * 100 // total if total else 100
+            if percent != last:
+                last = percent
+                self.app.call_from_thread(self._show_validation, _("validating {percent}%").format(percent=percent))
+
+        try:
+            self.source.validate(progress)
+        except (SessionError, OSError) as error:
+            self.app.call_from_thread(self._invalid, str(error))
+            return
+        self.app.call_from_thread(self._show_validation, "")
+
+    def _show_validation(self, note: str) -> None:
+        self._validation_note = note
+        self._show_title()
+
+    def _invalid(self, reason: str) -> None:
+        self._show_validation(_("corrupt: {reason}").format(reason=printable_line(reason)))
+        self.notify(
+            printable_line(reason), title=_("The session is corrupt past what is shown"), severity="error", timeout=15, markup=False
+        )
+
+    @staticmethod
+    def _model_of(view: SessionView | None) -> TrajectoryModel:
+        model = TrajectoryModel()
+        if view is not None:
+            model.update(view)
+        return model
 
     def _failed(self, reason: str) -> None:
         loading = self.query_one("#viewer-loading", Static)
@@ -133,12 +178,13 @@ class TrajectoryScreen(Screen[None]):
         self.notify(printable_line(reason), title=_("Cannot open the session"), severity="error", timeout=10, markup=False)
 
     def _show_view(self, view: SessionView | None) -> None:
-        """Everything from scratch: the first load, or a session the chat replaced."""
-        self.model = TrajectoryModel()
+        """Everything from scratch: a session the chat replaced."""
+        self._show_model(self._model_of(view))
+
+    def _show_model(self, model: TrajectoryModel) -> None:
+        self.model = model
         self._tree.model = self._list.model = self.model
         self._matches, self._query, self._match_note = [], "", ""
-        if view is not None:
-            self.model.update(view)
         self._tree.rebuild(self.kinds)
         self._list.rebuild(self.kinds)
         self._show_mode()
@@ -179,6 +225,8 @@ class TrajectoryScreen(Screen[None]):
         ]
         if self._match_note:
             parts.append(self._match_note)
+        if self._validation_note:
+            parts.append(self._validation_note)
         self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)))
 
     @property

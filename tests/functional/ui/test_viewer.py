@@ -329,6 +329,32 @@ async def test_a_corrupt_event_is_reported_in_the_viewer_with_its_line(session) 
         assert f"{session}:6:" in str(screen.query_one("#viewer-loading").render())
 
 
+async def test_a_log_that_breaks_an_invariant_is_shown_and_validation_reports_its_line(session) -> None:
+    """Every line parses, so the trajectory paints before the strict validation behind it ends;
+    then the broken invariant is said with its file and line, and what is shown stays."""
+    lines = session.read_text().splitlines(keepends=True)
+    lines[6] = lines[6].replace('"step":1', '"step":7')  # step/end of a step that is not open
+    session.write_text("".join(lines))
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        title = screen.query_one("#viewer-title")
+        await until(pilot, lambda: "corrupt" in str(title.render()))
+        assert f"{session}:7: step/end names turn 1 step 7" in str(title.render())
+        assert tree_labels(screen.query_one(TrajectoryTree))[0] == "Turn 1"
+        await pilot.press("r")
+        assert screen.selected_request.index == 1
+
+
+async def test_a_valid_log_ends_its_validation_with_no_note(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert SessionFileSource.open(session).session.validated is False  # a fresh one has not
+        assert screen.source.session.validated
+        assert "validating" not in str(screen.query_one("#viewer-title").render())
+
+
 async def test_without_a_session_the_picker_opens_it_and_escape_comes_back(session) -> None:
     from app.session.listing import list_sessions
 
