@@ -37,7 +37,7 @@ TIMED_KILLS = 40
 comes from inside (`kill_switch/`), so 54 runs in all."""
 MIN_KILLS = 50
 KILL_WINDOW = 1.1
-"""Timed kills land uniformly in this many seconds after the session file appears; the turn takes
+"""Timed kills land uniformly in this many seconds after the turn starts; the turn takes
 at least 1.14 s from there (streams of 10 and 11 pieces 0.04 s apart, a 0.3 s command between)."""
 PARALLEL = 4
 """Runs at a time: they mostly wait on the slow server, so a few share two cores well."""
@@ -115,14 +115,18 @@ async def session_file(bench: Workbench) -> Path:
 
 
 async def watch(path: Path, process: asyncio.subprocess.Process, seconds: float) -> bytes:
-    """Look at the file every POLL seconds until `seconds` pass or the process ends; return the
-    complete lines last seen."""
+    """Look at the file every POLL seconds until `seconds` after the turn started pass, or the
+    process ends; return the complete lines last seen. The clock starts at `turn/start`, not at
+    the file's creation, so a slow start-up on a loaded machine does not move the kills out of
+    the turn (the turn itself is paced by the server's and the command's wall-clock delays)."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
+    deadline: float | None = None
     while True:
         data = path.read_bytes()
         held = data[: data.rfind(b"\n") + 1]
-        if loop.time() >= deadline or process.returncode is not None:
+        if deadline is None and b'"type":"turn/start"' in held:
+            deadline = loop.time() + seconds
+        if (deadline is not None and loop.time() >= deadline) or process.returncode is not None:
             return held
         await asyncio.sleep(POLL)
 
