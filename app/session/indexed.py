@@ -224,6 +224,10 @@ class Positions:
         raise IndexError(stop - 1)
 
 
+ITERATION_RUN = 256
+"""Elements a LazyList builds at a time while it is iterated."""
+
+
 class LazyList(Sequence[T], Generic[T]):
     """A read-only list whose elements are built on access (nothing is kept)."""
 
@@ -258,8 +262,15 @@ class LazyList(Sequence[T], Generic[T]):
         return self._build(index)
 
     def __iter__(self) -> Iterator[T]:
-        for index in range(len(self)):
-            yield self._build(index)
+        size = len(self)
+        if self._build_run is None:
+            for index in range(size):
+                yield self._build(index)
+            return
+        # In runs: building element i alone finds it from its block's start, so a walk of the
+        # whole list one by one would cost a block's scan per element.
+        for start in range(0, size, ITERATION_RUN):
+            yield from self._build_run(start, min(start + ITERATION_RUN, size))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):

@@ -90,6 +90,8 @@ class ChatScreen(Screen[None]):
         if view is not None:
             await conversation.load(view_entries(view))
             self._fed = len(view.items)
+        if not self.is_attached:
+            return  # the app quit while a long session was being shown
         self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(view)
         self.app.session_advanced.publish(None)
