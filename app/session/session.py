@@ -20,6 +20,7 @@ from app.session.events import Event, SessionHeader, encode_event
 from app.session.history import ToolHistory
 from app.session.index import VALIDATED, save_index
 from app.session.indexed import IndexedView
+from app.session.view import SessionView
 from app.session.invariants import InvariantChecker
 from app.session.reader import ParentResolver, TornTail, parse_line
 
@@ -134,6 +135,18 @@ class Session:
         if self._view is None:
             self._view = IndexedView(self.chain)
         return self._view
+
+    def folded_view(self, batch: int = 4096) -> SessionView:
+        """Every event folded into a full `SessionView`, read in batches of `batch` lines. For a
+        reader that goes on to read everything (the trajectory builds a row per event), this costs a
+        fifth of reading the indexed `view()` item by item and request by request; each line is
+        validated strictly, not against the cross-event rules (`validate` does that)."""
+        view = SessionView(self.header)
+        total = len(self.chain)
+        for start in range(0, total, batch):
+            for event in self.chain.events(start, min(start + batch, total)):
+                view.apply(event)
+        return view
 
     def save_index(self) -> None:
         """Keep the line index, the view's checkpoints and the validation record (when every event

@@ -37,12 +37,12 @@ class SessionFileSource:
         return self.path.stat().st_size
 
     def load(self) -> SessionView:
-        """The session's view from its line index: events are parsed (each line strictly) as the
-        view is read, so call it and read the view in a worker thread; the strict validation of the
-        whole log against its invariants is `validate`'s, in another worker."""
+        """The session folded from its line index, each line strictly (slow on a large log: call it
+        in a worker thread); the validation of the whole log against its invariants is
+        `validate`'s, in another worker."""
         if self.session is None:
             self.session = Session.open(self.path)
-        return self.session.view()
+        return self.session.folded_view()
 
     def validate(self, progress: Callable[[int, int], None]) -> None:
         """Every line strictly and against the invariants (a worker thread); raises

@@ -89,6 +89,22 @@ def test_a_view_that_follows_appends_equals_the_full_fold(log: GeneratedLog, dat
         _assert_same(session.view(), log.view())
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=logs_with_partial_compactions(), batch=st.integers(1, 9))
+def test_the_folded_view_read_in_batches_equals_the_full_fold(log: GeneratedLog, batch: int) -> None:
+    expected = log.view()
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(log.jsonl())
+        folded = Session.open(path).folded_view(batch=batch)
+    assert folded.requests == expected.requests
+    assert [tuple(request.messages) for request in folded.requests] == [
+        tuple(request.messages) for request in expected.requests
+    ]
+    assert folded.turns == expected.turns and folded.items == expected.items
+    assert folded.history == expected.history and folded.last_seq == expected.last_seq
+
+
 # --- the index cache ---------------------------------------------------------------------------------
 
 
