@@ -12,16 +12,18 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from app.i18n import N_
+from app.i18n import N_, _
 from app.llm.routes import RouteCatalog
 from app.session.listing import SessionSummary
 from app.ui import keymap
+from app.ui.commands import EXPORT_COMMANDS
 from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
 from app.ui.trajectory_source import SessionFileSource, TrajectorySource
 
 
 class ViewerApp(App[None]):
     TITLE = "toolscope view"
+    COMMANDS = App.COMMANDS | EXPORT_COMMANDS
     BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]
 
     def __init__(
@@ -56,6 +58,18 @@ class ViewerApp(App[None]):
             return
         # Read by the screen's worker: a file that turns out unreadable is reported there.
         self.push_screen(TrajectoryScreen(SessionFileSource(Path(path))), lambda _result: self._pick())
+
+    def action_export(self, fmt: str) -> None:
+        """Export the session being browsed (`md`, `html`, `json`) into the working directory, as
+        the chat's palette does."""
+        from app.ui.exporting import export_session
+
+        trajectory = next((screen for screen in reversed(self.screen_stack) if isinstance(screen, TrajectoryScreen)), None)
+        if trajectory is None or not isinstance(trajectory.source, SessionFileSource):
+            self.notify(_("Open a session first: the export is of the session being browsed."), severity="warning")
+            return
+        session = (trajectory.source.session_id, trajectory.source.path)
+        self.run_worker(export_session(self, session, list(self.catalog), fmt, Path.cwd()), group="export")
 
 
 def run_viewer(

@@ -456,3 +456,35 @@ async def test_a_file_chosen_in_the_picker_that_turns_out_unreadable_is_reported
         assert f"{path}:1:" in str(screen.query_one("#viewer-loading").render())
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+
+
+async def test_the_palette_exports_the_session_being_browsed(session, tmp_path, monkeypatch) -> None:
+    import json
+
+    from app.export.view_json import view_json
+    from app.session.session import Session
+    from tests.functional.ui.test_inspector import exported, palette
+
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / f"toolscope-{SESSION_ID}.json"
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await palette(pilot, "Export as JSON")
+        await until(pilot, lambda: exported(pilot.app))
+        assert exported(pilot.app) == [f"Exported as JSON to {target}"]
+    assert json.loads(target.read_text()) == json.loads(json.dumps(view_json(Session.open(session).view())))
+
+
+async def test_exporting_from_the_picker_asks_for_a_session_first(session, tmp_path, monkeypatch) -> None:
+    from app.session.listing import list_sessions
+    from tests.functional.ui.test_inspector import palette
+
+    monkeypatch.setenv("TOOLSCOPE_HOME", str(session.parent.parent))
+    monkeypatch.chdir(tmp_path)
+    async with ViewerApp(None, list_sessions()).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+        await palette(pilot, "Export as JSON")
+        await until(pilot, lambda: pilot.app._notifications)
+        notes = [str(note.message) for note in pilot.app._notifications]
+    assert notes == ["Open a session first: the export is of the session being browsed."]
+    assert not list(tmp_path.glob("toolscope-*"))
