@@ -7,13 +7,10 @@ on a frozen clock: nothing in a picture depends on time, ids or paths.
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -21,6 +18,7 @@ from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.context_node import ContextNode
 from app.ui.widgets.failure_nodes import RetryNode
 from tests.functional.ui.chat_support import SIZE, Bench, cursor_blink_off, freeze_countdowns, make_bench, send, until
+from tests.support.failing_provider import failing_provider
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -80,32 +78,11 @@ def test_multi_tool_context_node(bench, snap_compare, expanded) -> None:
     assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
 
 
-class _TooManyRequests(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the http.server name)
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        body = json.dumps({"error": {"message": "Rate limit reached, slow down", "type": "rate_limit"}}).encode()
-        self.send_response(429)
-        self.send_header("content-type", "application/json")
-        self.send_header("retry-after", "3")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def rate_limited() -> Iterator[str]:
     """A loopback provider that answers every request with 429 and `Retry-After: 3`."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TooManyRequests)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with failing_provider(429, "Rate limit reached, slow down", "rate_limit", {"retry-after": "3"}) as base_url:
+        yield base_url
 
 
 async def _never_wake(_seconds: float) -> None:

@@ -28,16 +28,21 @@ FIXED_HOME = Path("/tmp/toolscope-view-snapshots")
 
 @pytest.fixture
 def session(monkeypatch) -> Iterator[Path]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
+    """The session in FIXED_HOME, held under a lock: pytest-xdist's workers share /tmp, and one
+    worker's clean-up must not remove the session another is painting."""
+    import fcntl
     import shutil
 
-    shutil.rmtree(FIXED_HOME, ignore_errors=True)
-    monkeypatch.setenv("TOOLSCOPE_HOME", str(FIXED_HOME))
-    yield trajectory_session(FIXED_HOME)
-    shutil.rmtree(FIXED_HOME, ignore_errors=True)
-    monkeypatch.undo()
-    time.tzset()
+    with open(f"{FIXED_HOME}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        shutil.rmtree(FIXED_HOME, ignore_errors=True)
+        monkeypatch.setenv("TOOLSCOPE_HOME", str(FIXED_HOME))
+        yield trajectory_session(FIXED_HOME)
+        shutil.rmtree(FIXED_HOME, ignore_errors=True)
+        monkeypatch.undo()
+        time.tzset()
 
 
 async def detail_settled(pilot) -> None:

@@ -18,46 +18,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from tests.functional.e2e.harness import KEY, KEY_ENV, TOOLS_SERVER, RouteSpec, route_table
+from tests.support.failing_provider import failing_provider
 
 TOOLSCOPE = Path(sys.executable).parent / "toolscope"
 SESSION_ID = "trajectory-demo"
 FAILING_ROUTE = "loop/unavailable"
 CREATED_AT = 1_764_590_400_000  # 2025-12-01 12:00 UTC
 LAST_ACTIVE_NS = 1_764_594_000 * 10**9  # an hour later
-
-
-class _Unavailable(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the http.server name)
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        body = json.dumps({"error": {"message": "The service is overloaded", "type": "server_error"}}).encode()
-        self.send_response(503)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextmanager
-def unavailable_provider() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _config(root: Path, name: str, *, plugins: list[str] = (), mcp: bool = False, base_url: str = "") -> Path:  # type: ignore[assignment]
@@ -97,7 +68,7 @@ def _built() -> str:
     _run(home, workspace, two, "use read_file on README.md and then use read_file on nope.md", *session)
     _run(home, workspace, _config(root, "lab", mcp=True), "use lab__swap_tools", *session)
     _run(home, workspace, plain, "thanks", *session)
-    with unavailable_provider() as base_url:
+    with failing_provider(503, "The service is overloaded", "server_error") as base_url:
         failing = _config(root, "failing", base_url=base_url)
         _run(home, workspace, failing, "are you there?", "--route", FAILING_ROUTE, *session)
     return _normalized(path.read_text(encoding="utf-8"), workspace)
