@@ -1,8 +1,9 @@
 """Where the trajectory viewer's session view comes from: the one place it reads a session.
 
-`SessionFileSource` reads a log file (call `load` in a worker thread: it parses and reduces every
-event); `LiveSource` hands over the chat's own, already reduced view. When the indexed reader for
-large sessions lands, only `SessionFileSource` changes.
+`SessionFileSource` reads a log file through its line index (call `load`, then `validate`, in
+worker threads: the first folds every event, the second checks the whole log's invariants);
+`LiveSource` hands over the chat's own, already reduced view. A trajectory that reads rows lazily
+from the index, for million-event logs, changes only `SessionFileSource`.
 """
 
 from __future__ import annotations
