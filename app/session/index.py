@@ -69,23 +69,20 @@ def index_path(session_path: Path) -> Path:
 
 
 class Sections:
-    """The `extra` records of an index, each read and parsed only when first asked for: opening a
-    session reads none of them (a validation record can be megabytes). `source` is the cache file
-    with its meta line and where each record lies in it; a record is read only while the file still
-    has that meta line (another process may have saved a newer cache since)."""
+    """The `extra` records of an index, each read only when first asked for: opening a session
+    reads none of them. A record is JSON (`get`) or bytes of its own layout (`raw`), by its key.
+    `source` is the cache file with its meta line and where each record lies in it; a record is
+    read only while the file still has that meta line (another process may have saved a newer
+    cache since). A record is encoded once, when it is set: saving again copies bytes."""
 
     def __init__(self, source: tuple[Path, bytes, dict[str, tuple[int, int]]] | None = None) -> None:
         self._source = source
+        self._raw: dict[str, bytes | None] = {}  # None: discarded
         self._parsed: dict[str, Any] = {}
 
-    def _unread(self) -> dict[str, tuple[int, int]]:
-        return {
-            key: place for key, place in (self._source[2] if self._source else {}).items()
-            if key not in self._parsed
-        }
-
     def _read(self, key: str) -> bytes | None:
-        assert self._source is not None
+        if self._source is None or key not in self._source[2]:
+            return None
         cache_path, meta_line, places = self._source
         start, length = places[key]
         try:
@@ -98,11 +95,14 @@ class Sections:
             return None
         return raw if len(raw) == length else None
 
+    def raw(self, key: str) -> bytes | None:
+        if key not in self._raw:
+            self._raw[key] = self._read(key)
+        return self._raw[key]
+
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self._parsed:
-            if key not in self._unread():
-                return default
-            raw = self._read(key)
+            raw = self.raw(key)
             try:
                 self._parsed[key] = json.loads(raw) if raw is not None else None
             except ValueError:
@@ -111,22 +111,21 @@ class Sections:
         return value if value is not None else default
 
     def __setitem__(self, key: str, value: Any) -> None:
+        self._raw[key] = json.dumps(value, separators=(",", ":")).encode()
         self._parsed[key] = value
 
+    def set_raw(self, key: str, value: bytes) -> None:
+        self._raw[key] = value
+        self._parsed.pop(key, None)
+
     def discard(self, key: str) -> None:
+        self._raw[key] = None
         self._parsed[key] = None
 
     def encoded(self) -> dict[str, bytes]:
-        """Every record as JSON bytes (the unread ones as they are in the cache file)."""
-        unread = {key: self._read(key) for key in self._unread()}
-        return {
-            **{key: raw for key, raw in unread.items() if raw is not None},
-            **{
-                key: json.dumps(value, separators=(",", ":")).encode()
-                for key, value in self._parsed.items()
-                if value is not None
-            },
-        }
+        """Every record as it is stored (the unread ones as they are in the cache file)."""
+        keys = [*(self._source[2] if self._source else ()), *self._raw]
+        return {key: raw for key in dict.fromkeys(keys) if (raw := self.raw(key)) is not None}
 
 
 @dataclass
