@@ -16,6 +16,7 @@ directory only costs a rescan next time).
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import threading
 import zlib
@@ -28,7 +29,7 @@ from typing import Any, BinaryIO
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"toolscope-index\n"
-INDEX_VERSION = 2
+INDEX_VERSION = 3  # 3: checkpoints one per line, call ids of the validation record as digests
 CHUNK_SIZE = 16 << 20
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
@@ -140,7 +141,9 @@ class LineIndex:
     path: Path
     header_end: int
     header_crc: int
-    offsets: array = field(default_factory=lambda: array("Q"))
+    offsets: array | memoryview = field(default_factory=lambda: array("Q"))
+    """A memoryview of the cache file, mapped, when read from it: opening reads none of it, a lookup
+    faults in one page. Copied into an array when lines are added."""
     types: bytearray = field(default_factory=bytearray)
     end: int = 0
     extra: Sections = field(default_factory=Sections)
@@ -155,9 +158,16 @@ class LineIndex:
         stop = self.offsets[line + 1] if line + 1 < len(self.offsets) else self.end
         return self.offsets[line], stop - 1
 
+    def _growable(self) -> array:
+        if isinstance(self.offsets, memoryview):
+            copied = array("Q")
+            copied.frombytes(self.offsets.cast("B"))
+            self.offsets = copied
+        return self.offsets
+
     def add_line(self, offset: int, line: bytes) -> None:
         """Record a line the writer has just appended at `offset` (`line` has its newline)."""
-        self.offsets.append(offset)
+        self._growable().append(offset)
         self.types.append(type_code(line))
         self.end = offset + len(line)
 
@@ -177,7 +187,7 @@ class LineIndex:
             lines = data[:last].split(b"\n")
             starts = array("Q", accumulate(map(add, map(len, lines), repeat(1)), initial=position))
             position = starts.pop()
-            self.offsets.extend(starts)
+            self._growable().extend(starts)
             self.types.extend(map(_CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
             pending = data[last + 1 :]
         self.end = position
@@ -251,17 +261,24 @@ def _load(
             meta = json.loads(meta_line)
             if meta.get("version") != INDEX_VERSION or meta["headerCrc"] != header_crc:
                 return None
-            count = meta["count"]
-            offsets = array("Q")
-            offsets.frombytes(cache.read(count * offsets.itemsize))
-            types = bytearray(cache.read(count))
-            places, start = {}, cache.tell()
+            count, start = meta["count"], cache.tell()
+            if not isinstance(count, int) or count < 0:
+                return None
+            places, end = {}, start + count * 9
             for key, length in meta["sections"].items():
-                places[str(key)] = (start, int(length))
-                start += int(length)
+                places[str(key)] = (end, int(length))
+                end += int(length)
+            if os.fstat(cache.fileno()).st_size != end:
+                return None
+            offsets: array | memoryview = array("Q")
+            if count:
+                mapped = mmap.mmap(cache.fileno(), 0, access=mmap.ACCESS_READ)
+                offsets = memoryview(mapped)[start : start + count * 8].cast("Q")
+            cache.seek(start + count * 8)
+            types = bytearray(cache.read(count))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if len(offsets) != count or len(types) != count or meta["inode"] != stat.st_ino:
+    if len(types) != count or meta["inode"] != stat.st_ino:
         return None
     index = LineIndex(
         path=path,

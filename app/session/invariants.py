@@ -90,6 +90,8 @@ class RecordedIds:
         runs: dict[str, tuple[array, array]] = {}
         position = 0
         for kind in cls.KINDS:
+            if len(data) < position + 8:
+                raise ValueError("a truncated id record")
             count = int.from_bytes(data[position : position + 8], "little")
             position += 8
             digests, seqs = array("Q"), array("Q")
