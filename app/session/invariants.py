@@ -20,7 +20,6 @@ from app.session.events import (
     Event,
     DeveloperMessage,
     Envelope,
-    InstructionsUpdate,
     RequestHeader,
     StepEnd,
     StepStart,
@@ -65,6 +64,14 @@ EventAt = Callable[[int], Event]
 
 def _digest(call_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(call_id.encode(), digest_size=8).digest(), "little")
+
+
+_LOW = (1 << 64) - 1
+
+
+def _pair_key(digest: int, seq: int) -> int:
+    """(digest, seq) as one int that sorts like the pair (ints sort faster than tuples)."""
+    return digest << 64 | seq
 
 
 class RecordedIds:
@@ -115,12 +122,15 @@ class RecordedIds:
         """These ids and `added` (kind → {call id: seq}), still sorted."""
         runs = {}
         for kind, (digests, seqs) in self._runs.items():
-            new = sorted((_digest(call_id), seq) for call_id, seq in added.get(kind, {}).items())
-            if not new:
-                runs[kind] = (digests, seqs)
+            new = [(_digest(call_id), seq) for call_id, seq in added.get(kind, {}).items()]
+            if len(new) > len(digests) // 64:
+                # Many (a whole validation's): sort them all at once, each pair as one int.
+                keys = sorted([*map(_pair_key, digests, seqs), *(_pair_key(digest, seq) for digest, seq in new)])
+                runs[kind] = (array("Q", [key >> 64 for key in keys]), array("Q", [key & _LOW for key in keys]))
                 continue
+            # A few (a writer's turn): copy the runs between their places.
             merged_digests, merged_seqs, taken = array("Q"), array("Q"), 0
-            for digest, seq in new:
+            for digest, seq in sorted(new):
                 at = bisect.bisect_right(digests, digest, taken)
                 merged_digests.extend(digests[taken:at])
                 merged_seqs.extend(seqs[taken:at])
@@ -154,7 +164,9 @@ def _call_ids_of(event: Event) -> Iterable[str]:
 
 
 class InvariantChecker:
-    """Validates events in log order. `check` is pure; `apply` records an event that passed."""
+    """Validates events in log order. `check` is pure; `apply` records an event that passed.
+    Events are read by their `type` and fields only, so the msgspec mirror of the models
+    (`app.session.structs`) is checked exactly as the models are."""
 
     def __init__(self) -> None:
         # The event type by seq, as the line index's one-byte codes: to name what a headerSeq points
@@ -177,6 +189,10 @@ class InvariantChecker:
     @property
     def next_seq(self) -> int:
         return len(self._types)
+
+    def types(self, start: int, stop: int) -> bytearray:
+        """The type codes (`app.session.index.TYPE_CODES`) of the events fed at seqs `start..stop-1`."""
+        return self._types[start:stop]
 
     @property
     def open_turn(self) -> int | None:
@@ -359,7 +375,7 @@ class InvariantChecker:
         """Call ids are unique in the session (DESIGN §2): the loop renames a repeated one."""
         this_message: set[str] = set()
         for part in event.data.content:
-            if not isinstance(part, ToolCallContent):
+            if not _is_tool_call(part):
                 continue
             if part.call_id in this_message:
                 return _("callId {id!r} is used twice in this message").format(id=part.call_id)
@@ -389,7 +405,7 @@ class InvariantChecker:
 
     def _check_developer(self, event: DeveloperMessage) -> str | None:
         message = event.data
-        if isinstance(message, InstructionsUpdate):
+        if not hasattr(message, "additions"):  # an instructions update
             return self._check_header_seq(message.header_seq)
         for addition in message.additions:
             reason = self._check_header_seq(addition.header_seq)
@@ -439,7 +455,7 @@ class InvariantChecker:
     def _record_assistant(self, event: AssistantMessage) -> None:
         # `_check_assistant` made sure no id of this message was used before.
         for part in event.data.content:
-            if isinstance(part, ToolCallContent):
+            if _is_tool_call(part):
                 self._call_ids[part.call_id] = event.seq
                 self._pending[part.call_id] = PendingCall(
                     part.call_id, part.name, part.arguments, started=False
@@ -458,6 +474,12 @@ class InvariantChecker:
 
 
 _HEADER_CODE = TYPE_CODES["request/header"]
+
+
+def _is_tool_call(part: object) -> bool:
+    """Whether a content part is a tool call. By its fields, not its class: the checker reads the
+    pydantic events and, during strict validation, their msgspec mirror (`app.session.structs`)."""
+    return hasattr(part, "call_id")
 
 # step/end closes the open step, so it must name it like the events inside a step.
 _IN_STEP_TYPES = STEP_EVENT_TYPES | {"step/end"}
