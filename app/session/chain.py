@@ -21,7 +21,6 @@ from app.session.events import Event, SessionHeader
 from app.session.index import UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
 from app.session.reader import (
-    EVENT_LINE_PREFIX,
     EventLineError,
     ParentResolver,
     TornTail,
@@ -29,7 +28,7 @@ from app.session.reader import (
     parse_header_line,
     parse_line,
 )
-from app.session.structs import DECODE_ERRORS, EVENT_DECODER
+from app.session.structs import decode_valid
 from app.untrusted_json import loads
 
 EVENT_CACHE_SIZE = 4096
@@ -301,18 +300,13 @@ class Chain:
         pydantic models, which accept it or name the reason. The collector is paused for the batch
         only: decoded events hold no cycles, and collections of the growing checker state only cost
         time."""
-        decode, check, apply = EVENT_DECODER.decode, checker.check, checker.apply
+        check, apply = checker.check, checker.apply
         paused = gc.isenabled()
         gc.disable()
         try:
             for _seq, _segment, line, texts in self._runs(start, stop):
                 for number, text in enumerate(texts, line + 2):
-                    event = None
-                    if text.startswith(EVENT_LINE_PREFIX):
-                        try:
-                            event = decode(text)
-                        except DECODE_ERRORS:
-                            pass
+                    event = decode_valid(text)
                     if event is None:
                         parse_line(segment.path, number, text, checker)  # raises, naming the reason
                         continue

@@ -14,6 +14,8 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 import msgspec
 
+from app.session.reader import EVENT_LINE_PREFIX
+
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Ordinal = Annotated[int, msgspec.Meta(ge=1)]
@@ -233,7 +235,7 @@ class CompactionSummary(Envelope, tag="compaction/summary"):
     data: CompactionSummaryData
 
 
-EVENT_DECODER = msgspec.json.Decoder(
+_DECODER = msgspec.json.Decoder(
     Union[
         TurnStart,
         TurnEnd,
@@ -250,5 +252,15 @@ EVENT_DECODER = msgspec.json.Decoder(
         CompactionSummary,
     ]
 )
-DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
-"""What `EVENT_DECODER.decode` raises on a line it refuses (msgspec.ValidationError is a DecodeError)."""
+_DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
+
+
+def decode_valid(line: bytes) -> Envelope | None:
+    """The event of `line` (without its newline) if it is a valid event line; None if not, or if
+    msgspec cannot tell (the pydantic models then accept it or name the reason)."""
+    if not line.startswith(EVENT_LINE_PREFIX):
+        return None
+    try:
+        return _DECODER.decode(line)  # type: ignore[no-any-return]
+    except _DECODE_ERRORS:
+        return None
