@@ -18,7 +18,7 @@ from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session import invariants
 from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
-from app.session.index import INDEX_MAGIC, TYPE_CODES, index_path
+from app.session.index import CHUNK_SIZE, INDEX_MAGIC, TYPE_CODES, index_path
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.reader import decode_event_line
@@ -144,6 +144,22 @@ def test_a_truncation_to_a_torn_tail_is_followed(logs) -> None:
     assert session.torn is not None and session.torn.data == (lines[-1] + b"\n")[:-cut]
     assert [event.seq for event in session.events] == list(range(8))
     assert session.view().open_turn is not None
+
+
+def test_lines_longer_than_the_scans_chunk_are_indexed_whole(logs) -> None:
+    """The scan reads 128 KB at a time: a line of several chunks, then a torn tail of several more."""
+    lines = logs.completed_turn()
+    lines[1] = logs.line("user/message", 1, {"id": "u1", "text": "x" * (CHUNK_SIZE * 3 + 17)})
+    path = logs.write("s", lines)
+    torn = b'{"type":"turn/start","seq":9,"time":1,"data":{"turn":2,' + b" " * (CHUNK_SIZE * 2)
+    with path.open("ab") as handle:
+        handle.write(torn)
+
+    session = Session.open(path)
+
+    assert session.torn is not None and session.torn.data == torn
+    assert [event.seq for event in session.events] == list(range(9))
+    assert session.view().items[0].text == "x" * (CHUNK_SIZE * 3 + 17)
 
 
 def test_a_file_replaced_under_its_index_is_indexed_again(logs, tmp_path) -> None:
