@@ -162,6 +162,18 @@ def test_lines_longer_than_the_scans_chunk_are_indexed_whole(logs) -> None:
     assert session.view().items[0].text == "x" * (CHUNK_SIZE * 3 + 17)
 
 
+def test_a_valid_line_the_index_cannot_classify_is_validated(logs) -> None:
+    """`{"type": "step/start"` (a space after the colon) is a valid event the byte scan marks
+    UNKNOWN: validation compares the types it read with the index's and lets that one pass."""
+    lines = logs.completed_turn()
+    lines[2] = lines[2].replace(b'{"type":"step/start"', b'{"type": "step/start"', 1)
+    path = logs.write("s", lines)
+
+    session = Session.open(path).load()
+
+    assert session.validated and [event.type for event in session.events][2] == "step/start"
+
+
 def test_a_file_replaced_under_its_index_is_indexed_again(logs, tmp_path) -> None:
     path = logs.write("s", logs.completed_turn())
     Session.open(path).view()
