@@ -157,8 +157,13 @@ class Session:
         is validated) for the next open (best effort)."""
         extra = self.chain.own.index.extra
         if self._validated and self._checker.next_seq == len(self.chain):
-            summary = {"events": self._checker.next_seq, "chain": self.chain.key(), "checker": self._checker.state_json()}
-            extra.set_raw(VALIDATED, json.dumps(summary, separators=(",", ":")).encode() + b"\n" + self._checker.ids_record())
+            summary = {
+                "events": self._checker.next_seq,
+                "chain": self.chain.key(),
+                "checker": self._checker.state_json(),
+            }
+            encoded = json.dumps(summary, separators=(",", ":")).encode()
+            extra.set_raw(VALIDATED, encoded + b"\n" + self._checker.ids_record())
         if self._view is not None:
             self._view.save()
         else:

@@ -48,7 +48,9 @@ def _same_event(line: bytes) -> bool:
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_every_line_of_the_corrupt_corpus_the_models_refuse_is_refused(logs, case) -> None:  # type: ignore[no-untyped-def]
+def test_every_line_of_the_corrupt_corpus_the_models_refuse_is_refused(  # type: ignore[no-untyped-def]
+    logs, case
+) -> None:
     path: Path = case.build(logs)
     for line in path.read_bytes().split(b"\n")[1:]:
         if not line.strip():
@@ -98,7 +100,9 @@ def _mutated(obj: Any, path: tuple[Any, ...], action: str, replacement: Any) -> 
     action=st.sampled_from(["set", "delete", "extra", "snake"]),
     replacement=st.sampled_from(MUTATIONS),
 )
-def test_a_mutated_line_the_models_refuse_is_refused(log, data, action, replacement) -> None:  # type: ignore[no-untyped-def]
+def test_a_mutated_line_the_models_refuse_is_refused(  # type: ignore[no-untyped-def]
+    log, data, action, replacement
+) -> None:
     event = data.draw(st.sampled_from(log.events))
     obj = json.loads(encode_event(event))
     path = data.draw(st.sampled_from(_paths(obj)[1:]))
