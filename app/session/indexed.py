@@ -48,6 +48,7 @@ from app.session.view import (
 
 CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
+CHANGE_BATCH = 256  # events that change the fold state, parsed at a time
 TURN_CACHE_SIZE = 256
 BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
 
@@ -133,13 +134,17 @@ class Cursor:
             ) from None
 
     def advance(self, stop: int, chain: Chain) -> None:
-        """Carry the state forward to before `stop`, reading only the events that change it."""
+        """Carry the state forward to before `stop`, reading only the events that change it (in
+        batches: lines close together come from one read)."""
         types = chain.types
-        for match in _CHANGES.finditer(types, self.seq, stop):
-            self.requests += _count(types, REQUEST_CODES, self.seq, match.start())
-            self.seq = match.start()
-            self.change(chain.event(self.seq), chain)
-            self.seq += 1
+        changes = [match.start() for match in _CHANGES.finditer(types, self.seq, stop)]
+        for batch in range(0, len(changes), CHANGE_BATCH):
+            seqs = changes[batch : batch + CHANGE_BATCH]
+            for seq, event in zip(seqs, chain.select(seqs)):
+                self.requests += _count(types, REQUEST_CODES, self.seq, seq)
+                self.seq = seq
+                self.change(event, chain)
+                self.seq += 1
         if stop > self.seq:
             self.requests += _count(types, REQUEST_CODES, self.seq, stop)
             self.seq = stop
@@ -474,7 +479,6 @@ class IndexedView:
             if state is not None and state[1] == self._requests.rank(state[0]):
                 return Cursor.from_json(state, self._chain)
             del self._checkpoints[number:]
-            self._unsaved = True
             self._extend_checkpoints(number * self._every)
 
     def _extend_checkpoints(self, seq: int) -> None:
