@@ -330,6 +330,7 @@ class IndexedView:
         self._load_checkpoints()
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
+        self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
 
     # The lists are made on access, not kept: a view that held lists of its own bound methods would
     # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
@@ -450,7 +451,11 @@ class IndexedView:
         turn = self._turn_starts.rank(seq + 1)
         if not turn:
             return 0, 0, self._requests.rank(seq)
-        turn_start = self._turn_starts.nth(turn - 1)
+        turn_start = self._turn_seqs.get(turn)
+        if turn_start is None:
+            if len(self._turn_seqs) >= TURN_CACHE_SIZE:
+                self._turn_seqs.clear()
+            turn_start = self._turn_seqs[turn] = self._turn_starts.nth(turn - 1)
         step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
         return turn, step, self._requests.rank(seq)
 
