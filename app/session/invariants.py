@@ -17,9 +17,9 @@ from typing import Any
 from app.i18n import _
 from app.session.events import (
     AssistantMessage,
-    Event,
     DeveloperMessage,
     Envelope,
+    Event,
     RequestHeader,
     StepEnd,
     StepStart,
@@ -83,13 +83,13 @@ class RecordedIds:
 
     KINDS = ("used", "calls", "results")
 
-    def __init__(self, runs: dict[str, tuple[array, array]], event_at: EventAt) -> None:
+    def __init__(self, runs: dict[str, tuple[array, array]], event_at: EventAt | None) -> None:
         self._runs = runs
-        self._event_at = event_at
+        self._event_at = event_at  # None for a record only being written
 
     @classmethod
-    def empty(cls, event_at: EventAt) -> RecordedIds:
-        return cls({kind: (array("Q"), array("Q")) for kind in cls.KINDS}, event_at)
+    def empty(cls) -> RecordedIds:
+        return cls({kind: (array("Q"), array("Q")) for kind in cls.KINDS}, None)
 
     @classmethod
     def from_bytes(cls, data: bytes, event_at: EventAt) -> RecordedIds:
@@ -148,6 +148,7 @@ class RecordedIds:
         digest = _digest(call_id)
         at = bisect.bisect_left(digests, digest)
         while at < len(digests) and digests[at] == digest:
+            assert self._event_at is not None
             event = self._event_at(seqs[at])
             if call_id in _call_ids_of(event):
                 return event
@@ -214,7 +215,7 @@ class InvariantChecker:
 
     def ids_record(self) -> bytes:
         """Every call id so far, compact (`RecordedIds`)."""
-        recorded = self._recorded or RecordedIds.empty(self._read_event)
+        recorded = self._recorded or RecordedIds.empty()
         added = {
             "used": self._call_ids,
             "calls": {call_id: call[_SEQ] for call_id, call in self._calls.items()},
@@ -242,18 +243,18 @@ class InvariantChecker:
         }
         return checker
 
-    def _read_event(self, seq: int) -> Event:
-        assert self._event_at is not None
-        return self._event_at(seq)
-
     # --- lookups over the fed events and the recorded ones --------------------------------------------
 
-    def _used_at(self, call_id: str) -> int | None:
-        seq = self._call_ids.get(call_id)
+    def _seq_of(self, fed: dict[str, int], kind: str, call_id: str) -> int | None:
+        """The seq `fed` (or the record's `kind`) holds for `call_id`, or None."""
+        seq = fed.get(call_id)
         if seq is None and self._recorded is not None:
-            event = self._recorded.find("used", call_id)
+            event = self._recorded.find(kind, call_id)
             seq = event.seq if event is not None else None
         return seq
+
+    def _used_at(self, call_id: str) -> int | None:
+        return self._seq_of(self._call_ids, "used", call_id)
 
     def _call(self, call_id: str) -> tuple[int, int, str] | None:
         call = self._calls.get(call_id)
@@ -264,11 +265,7 @@ class InvariantChecker:
         return call
 
     def _result_at(self, call_id: str) -> int | None:
-        seq = self._results.get(call_id)
-        if seq is None and self._recorded is not None:
-            event = self._recorded.find("results", call_id)
-            seq = event.seq if event is not None else None
-        return seq
+        return self._seq_of(self._results, "results", call_id)
 
     def _tools_of(self, header_seq: int) -> frozenset[str] | None:
         """The tool names of the request/header at `header_seq`; None if it is no header."""
