@@ -121,8 +121,12 @@ class RecordedIds:
     def merged(self, added: dict[str, dict[str, int]]) -> RecordedIds:
         """These ids and `added` (kind → {call id: seq}), still sorted."""
         runs = {}
+        digest_of: dict[str, int] = {}  # an id is in up to three kinds: hashed once
         for kind, (digests, seqs) in self._runs.items():
-            new = [(_digest(call_id), seq) for call_id, seq in added.get(kind, {}).items()]
+            new = [
+                (digest_of.get(call_id) or digest_of.setdefault(call_id, _digest(call_id)), seq)
+                for call_id, seq in added.get(kind, {}).items()
+            ]
             if len(new) > len(digests) // 64:
                 # Many (a whole validation's): sort them all at once, each pair as one int.
                 keys = sorted([*map(_pair_key, digests, seqs), *(_pair_key(digest, seq) for digest, seq in new)])
