@@ -374,6 +374,61 @@ def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Pat
     assert caught.value.line == SIXTH_CALL_LINE
 
 
+def _cache_sections(path: Path) -> tuple[bytes, dict[str, bytes]]:
+    """The cache file's bytes before its sections, and each section's bytes."""
+    data = index_path(path).read_bytes()
+    meta = _cache_meta(path)
+    start = data.index(b"\n", len(INDEX_MAGIC)) + 1 + meta["count"] * 9
+    sections = {}
+    for key, length in meta["sections"].items():
+        sections[key] = data[start : start + length]
+        start += length
+    return data[: start - sum(meta["sections"].values())], sections
+
+
+def test_a_version_2_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
+    """A cache of the previous version (JSON sections) is indexed again: its validation record is
+    not read, so the writer validates every line and finds an edit the record would have covered."""
+    path = _two_turns(big_log, tmp_path)
+    Session.open(path).load()
+    stat = path.stat()
+    _swap_call_id(path, SIXTH_CALL_LINE)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    cache = index_path(path)
+    cache.write_bytes(cache.read_bytes().replace(b'{"version":3,', b'{"version":2,', 1))
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(path)
+
+    assert caught.value.line == SIXTH_CALL_LINE
+    assert _cache_meta(path)["version"] == 3
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"not json", b"[1,2]", b'[1024,0,5,[null,null,false,[]],[],0]', b'[1024,999999,null,[null,null,false,[]],[],0]'],
+    ids=["not JSON", "another shape", "a header seq that is no header", "a wrong request count"],
+)
+def test_a_damaged_checkpoint_is_recorded_again(big_log: Path, tmp_path: Path, damage: bytes) -> None:
+    path = _two_turns(big_log, tmp_path, turns=300)
+    expected = [Session.open(path).view().requests[n] for n in (0, 250, 400)]  # seqs 3, ~1400, 2203
+    before, sections = _cache_sections(path)
+    states = sections["checkpoints"].split(b"\n")
+    assert len(states) > 3  # the spacing line, then checkpoints 0, 1, 2, ...
+    states[2] = damage  # checkpoint 1 (seq 1024)
+    spoilt = b"\n".join(states)
+    meta = _cache_meta(path)
+    meta["sections"]["checkpoints"] = len(spoilt)
+    head = INDEX_MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n" + before.split(b"\n", 2)[2]
+    index_path(path).write_bytes(head + b"".join(
+        spoilt if key == "checkpoints" else raw for key, raw in sections.items()
+    ))
+
+    view = Session.open(path).view()
+
+    assert [view.requests[n] for n in (0, 250, 400)] == expected
+
+
 @pytest.mark.parametrize("change", ["rewritten in place", "appended to"])
 def test_a_file_changed_since_its_record_is_validated_again_by_the_writer(
     big_log: Path, tmp_path: Path, change: str
