@@ -344,15 +344,21 @@ def test_a_validated_session_keeps_a_record_the_writer_trusts_while_the_file_is_
     assert "validated" in _cache_meta(path)["sections"]
 
 
-@pytest.mark.parametrize("damage", ["ids count wrong", "summary not JSON", "summary of another shape"])
-def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Path, damage: str) -> None:
-    """The record as the cache holds it (a JSON summary line, then the call ids as digests), spoilt:
-    the writer validates every line again, so it finds the edit the record would have covered."""
-    path = _two_turns(big_log, tmp_path)
+def _validated_then_edited_unseen(path: Path) -> Path:
+    """Validate `path` (its record kept in the cache), then give its sixth tool/call the first
+    turn's callId keeping inode, size and mtime: only a record that is trusted misses that."""
     Session.open(path).load()
     stat = path.stat()
     _swap_call_id(path, SIXTH_CALL_LINE)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return path
+
+
+@pytest.mark.parametrize("damage", ["ids count wrong", "summary not JSON", "summary of another shape"])
+def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Path, damage: str) -> None:
+    """The record as the cache holds it (a JSON summary line, then the call ids as digests), spoilt:
+    the writer validates every line again, so it finds the edit the record would have covered."""
+    path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
     cache = index_path(path)
     data = cache.read_bytes()
     meta = _cache_meta(path)
@@ -389,11 +395,7 @@ def _cache_sections(path: Path) -> tuple[bytes, dict[str, bytes]]:
 def test_a_version_2_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
     """A cache of the previous version (JSON sections) is indexed again: its validation record is
     not read, so the writer validates every line and finds an edit the record would have covered."""
-    path = _two_turns(big_log, tmp_path)
-    Session.open(path).load()
-    stat = path.stat()
-    _swap_call_id(path, SIXTH_CALL_LINE)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
     cache = index_path(path)
     cache.write_bytes(cache.read_bytes().replace(b'{"version":3,', b'{"version":2,', 1))
 
