@@ -16,6 +16,7 @@ directory only costs a rescan next time).
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import threading
 import zlib
@@ -28,8 +29,8 @@ from typing import Any, BinaryIO
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"toolscope-index\n"
-INDEX_VERSION = 2
-CHUNK_SIZE = 16 << 20
+INDEX_VERSION = 3  # 3: checkpoints one per line, call ids of the validation record as digests
+CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache (3x as fast as 16 MB)
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
 
@@ -69,23 +70,20 @@ def index_path(session_path: Path) -> Path:
 
 
 class Sections:
-    """The `extra` records of an index, each read and parsed only when first asked for: opening a
-    session reads none of them (a validation record can be megabytes). `source` is the cache file
-    with its meta line and where each record lies in it; a record is read only while the file still
-    has that meta line (another process may have saved a newer cache since)."""
+    """The `extra` records of an index, each read only when first asked for: opening a session
+    reads none of them. A record is JSON (`get`) or bytes of its own layout (`raw`), by its key.
+    `source` is the cache file with its meta line and where each record lies in it; a record is
+    read only while the file still has that meta line (another process may have saved a newer
+    cache since). A record is encoded once, when it is set: saving again copies bytes."""
 
     def __init__(self, source: tuple[Path, bytes, dict[str, tuple[int, int]]] | None = None) -> None:
         self._source = source
+        self._raw: dict[str, bytes | None] = {}  # None: discarded
         self._parsed: dict[str, Any] = {}
 
-    def _unread(self) -> dict[str, tuple[int, int]]:
-        return {
-            key: place for key, place in (self._source[2] if self._source else {}).items()
-            if key not in self._parsed
-        }
-
     def _read(self, key: str) -> bytes | None:
-        assert self._source is not None
+        if self._source is None or key not in self._source[2]:
+            return None
         cache_path, meta_line, places = self._source
         start, length = places[key]
         try:
@@ -98,11 +96,14 @@ class Sections:
             return None
         return raw if len(raw) == length else None
 
+    def raw(self, key: str) -> bytes | None:
+        if key not in self._raw:
+            self._raw[key] = self._read(key)
+        return self._raw[key]
+
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self._parsed:
-            if key not in self._unread():
-                return default
-            raw = self._read(key)
+            raw = self.raw(key)
             try:
                 self._parsed[key] = json.loads(raw) if raw is not None else None
             except ValueError:
@@ -111,22 +112,21 @@ class Sections:
         return value if value is not None else default
 
     def __setitem__(self, key: str, value: Any) -> None:
+        self._raw[key] = json.dumps(value, separators=(",", ":")).encode()
         self._parsed[key] = value
 
+    def set_raw(self, key: str, value: bytes) -> None:
+        self._raw[key] = value
+        self._parsed.pop(key, None)
+
     def discard(self, key: str) -> None:
+        self._raw[key] = None
         self._parsed[key] = None
 
     def encoded(self) -> dict[str, bytes]:
-        """Every record as JSON bytes (the unread ones as they are in the cache file)."""
-        unread = {key: self._read(key) for key in self._unread()}
-        return {
-            **{key: raw for key, raw in unread.items() if raw is not None},
-            **{
-                key: json.dumps(value, separators=(",", ":")).encode()
-                for key, value in self._parsed.items()
-                if value is not None
-            },
-        }
+        """Every record as it is stored (the unread ones as they are in the cache file)."""
+        keys = [*(self._source[2] if self._source else ()), *self._raw]
+        return {key: raw for key in dict.fromkeys(keys) if (raw := self.raw(key)) is not None}
 
 
 @dataclass
@@ -141,7 +141,9 @@ class LineIndex:
     path: Path
     header_end: int
     header_crc: int
-    offsets: array = field(default_factory=lambda: array("Q"))
+    offsets: array | memoryview = field(default_factory=lambda: array("Q"))
+    """A memoryview of the cache file, mapped, when read from it: opening reads none of it, a lookup
+    faults in one page. Copied into an array when lines are added."""
     types: bytearray = field(default_factory=bytearray)
     end: int = 0
     extra: Sections = field(default_factory=Sections)
@@ -156,9 +158,16 @@ class LineIndex:
         stop = self.offsets[line + 1] if line + 1 < len(self.offsets) else self.end
         return self.offsets[line], stop - 1
 
+    def _growable(self) -> array:
+        if isinstance(self.offsets, memoryview):
+            copied = array("Q")
+            copied.frombytes(self.offsets.cast("B"))
+            self.offsets = copied
+        return self.offsets
+
     def add_line(self, offset: int, line: bytes) -> None:
         """Record a line the writer has just appended at `offset` (`line` has its newline)."""
-        self.offsets.append(offset)
+        self._growable().append(offset)
         self.types.append(type_code(line))
         self.end = offset + len(line)
 
@@ -167,22 +176,23 @@ class LineIndex:
     def scan(self, handle: BinaryIO) -> bytes:
         """Index the complete lines after `end`; return the bytes after the last newline."""
         handle.seek(self.end)
-        pending = b""
+        pending: list[bytes] = []  # a line still without its newline, in the chunks read so far
         position = self.end
         while chunk := handle.read(CHUNK_SIZE):
-            data = pending + chunk if pending else chunk
-            last = data.rfind(b"\n")
-            if last < 0:
-                pending = data
+            lines = chunk.split(b"\n")
+            if len(lines) == 1:
+                pending.append(chunk)
                 continue
-            lines = data[:last].split(b"\n")
+            if pending:
+                lines[0] = b"".join([*pending, lines[0]])
+            rest = lines.pop()
+            pending = [rest] if rest else []
             starts = array("Q", accumulate(map(add, map(len, lines), repeat(1)), initial=position))
             position = starts.pop()
-            self.offsets.extend(starts)
+            self._growable().extend(starts)
             self.types.extend(map(_CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
-            pending = data[last + 1 :]
         self.end = position
-        return pending
+        return b"".join(pending)
 
 
 def open_index(path: Path, handle: BinaryIO, header_line: bytes) -> tuple[LineIndex, bytes]:
@@ -252,17 +262,24 @@ def _load(
             meta = json.loads(meta_line)
             if meta.get("version") != INDEX_VERSION or meta["headerCrc"] != header_crc:
                 return None
-            count = meta["count"]
-            offsets = array("Q")
-            offsets.frombytes(cache.read(count * offsets.itemsize))
-            types = bytearray(cache.read(count))
-            places, start = {}, cache.tell()
+            count, start = meta["count"], cache.tell()
+            if not isinstance(count, int) or count < 0:
+                return None
+            places, end = {}, start + count * 9
             for key, length in meta["sections"].items():
-                places[str(key)] = (start, int(length))
-                start += int(length)
+                places[str(key)] = (end, int(length))
+                end += int(length)
+            if os.fstat(cache.fileno()).st_size != end:
+                return None
+            offsets: array | memoryview = array("Q")
+            if count:
+                mapped = mmap.mmap(cache.fileno(), 0, access=mmap.ACCESS_READ)
+                offsets = memoryview(mapped)[start : start + count * 8].cast("Q")
+            cache.seek(start + count * 8)
+            types = bytearray(cache.read(count))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if len(offsets) != count or len(types) != count or meta["inode"] != stat.st_ino:
+    if len(types) != count or meta["inode"] != stat.st_ino:
         return None
     index = LineIndex(
         path=path,

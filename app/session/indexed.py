@@ -13,6 +13,7 @@ the very object a fold from seq 0 makes (a hypothesis property checks that).
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +47,8 @@ from app.session.view import (
 )
 
 CHECKPOINT_EVERY = 1024
+CHECKPOINTS = "checkpoints"  # the index section that keeps them
+CHANGE_BATCH = 256  # events that change the fold state, parsed at a time
 TURN_CACHE_SIZE = 256
 BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
 
@@ -63,6 +66,8 @@ MESSAGE_CODES = _codes("user/message", "developer/message", "assistant/message",
 STRUCTURE_CODES = _codes("turn/start", "turn/end", "step/start", "step/end")
 CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary")
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
+_HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
+_PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
 
 # --- the fold state at a seq --------------------------------------------------------------------
@@ -96,6 +101,9 @@ class Cursor:
             list(self.pinned), self.window_start,
         ]
 
+    def encoded(self) -> bytes:
+        return json.dumps(self.to_json(), separators=(",", ":")).encode()
+
     @classmethod
     def from_json(cls, value: list, chain: Chain) -> Cursor:  # type: ignore[type-arg]
         seq, requests, header_seq, history, pinned, window_start = value
@@ -126,13 +134,17 @@ class Cursor:
             ) from None
 
     def advance(self, stop: int, chain: Chain) -> None:
-        """Carry the state forward to before `stop`, reading only the events that change it."""
+        """Carry the state forward to before `stop`, reading only the events that change it (in
+        batches: lines close together come from one read)."""
         types = chain.types
-        for match in _CHANGES.finditer(types, self.seq, stop):
-            self.requests += _count(types, REQUEST_CODES, self.seq, match.start())
-            self.seq = match.start()
-            self.change(chain.event(self.seq), chain)
-            self.seq += 1
+        changes = [match.start() for match in _CHANGES.finditer(types, self.seq, stop)]
+        for batch in range(0, len(changes), CHANGE_BATCH):
+            seqs = changes[batch : batch + CHANGE_BATCH]
+            for seq, event in zip(seqs, chain.select(seqs)):
+                self.requests += _count(types, REQUEST_CODES, self.seq, seq)
+                self.seq = seq
+                self.change(event, chain)
+                self.seq += 1
         if stop > self.seq:
             self.requests += _count(types, REQUEST_CODES, self.seq, stop)
             self.seq = stop
@@ -183,15 +195,20 @@ class Positions:
         self._types = types
         self._codes = codes
         self._pattern = re.compile(b"[" + codes + b"]")
+        self._marking = bytes(int(code in codes) for code in range(256))
         self._totals: list[int] = [0]  # events before each complete block
 
     def _complete(self) -> None:
         blocks = len(self._types) // BLOCK
-        while len(self._totals) <= blocks:
-            block = len(self._totals) - 1
-            self._totals.append(
-                self._totals[-1] + _count(self._types, self._codes, block * BLOCK, (block + 1) * BLOCK)
-            )
+        done = len(self._totals) - 1
+        if done >= blocks:
+            return
+        # One translate marks the wanted codes with 1 over all new blocks; a count per block sums them.
+        marks = self._types[done * BLOCK : blocks * BLOCK].translate(self._marking)
+        total = self._totals[-1]
+        for block in range(blocks - done):
+            total += marks.count(1, block * BLOCK, (block + 1) * BLOCK)
+            self._totals.append(total)
 
     def __len__(self) -> int:
         self._complete()
@@ -213,11 +230,19 @@ class Positions:
         self._complete()
         block = bisect.bisect_right(self._totals, start) - 1
         skip = start - self._totals[block]
+        # Where in the block the `start`-th one is: the shortest prefix holding `skip` of them,
+        # bisected with counts in C rather than stepping over the matches.
+        low, high = block * BLOCK, min(len(self._types), (block + 1) * BLOCK)
+        while low < high:
+            middle = (low + high) // 2
+            if _count(self._types, self._codes, block * BLOCK, middle) < skip + 1:
+                low = middle + 1
+            else:
+                high = middle
+        if _count(self._types, self._codes, block * BLOCK, low) <= skip:
+            raise IndexError(start)
         seqs: list[int] = []
-        for match in self._pattern.finditer(self._types, block * BLOCK):
-            if skip:
-                skip -= 1
-                continue
+        for match in self._pattern.finditer(self._types, max(block * BLOCK, low - 1)):
             seqs.append(match.start())
             if len(seqs) == stop - start:
                 return seqs
@@ -295,7 +320,9 @@ class IndexedView:
         self.header: SessionHeader = chain.header
         self._chain = chain
         self._every = every
-        self._checkpoints: list[list] = []  # type: ignore[type-arg]
+        # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used.
+        self._checkpoints: list[bytes] = []
+        self._unsaved = False
         self._requests = Positions(chain.types, REQUEST_CODES)
         self._turn_starts = Positions(chain.types, TURN_CODES)
         self._items = Positions(chain.types, _item_codes())
@@ -303,9 +330,23 @@ class IndexedView:
         self._load_checkpoints()
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
-        self.requests: LazyList[ModelRequest] = LazyList(lambda: len(self._requests), self.request)
-        self.turns: LazyList[Turn] = LazyList(lambda: len(self._turn_starts), self.turn)
-        self.items: LazyList[Item] = LazyList(lambda: len(self._items), self.item, self.item_run)
+        self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
+
+    # The lists are made on access, not kept: a view that held lists of its own bound methods would
+    # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
+    # collector instead of going when the view does (seen as 300 ms pauses between requests).
+
+    @property
+    def requests(self) -> LazyList[ModelRequest]:
+        return LazyList(self._requests.__len__, self.request)
+
+    @property
+    def turns(self) -> LazyList[Turn]:
+        return LazyList(self._turn_starts.__len__, self.turn)
+
+    @property
+    def items(self) -> LazyList[Item]:
+        return LazyList(self._items.__len__, self.item, self.item_run)
 
     @property
     def _tail(self) -> Cursor:
@@ -353,7 +394,8 @@ class IndexedView:
         if tail is None:
             return  # built from the chain, this event included, when first asked for
         if tail.seq % self._every == 0 and tail.seq // self._every == len(self._checkpoints):
-            self._checkpoints.append(tail.to_json())
+            self._checkpoints.append(tail.encoded())
+            self._unsaved = True
         if event.type in ("assistant/message", "agent/request-error"):
             tail.requests += 1
         if isinstance(event, (RequestHeader, DeveloperMessage, CompactionSummary)):
@@ -409,7 +451,11 @@ class IndexedView:
         turn = self._turn_starts.rank(seq + 1)
         if not turn:
             return 0, 0, self._requests.rank(seq)
-        turn_start = self._turn_starts.nth(turn - 1)
+        turn_start = self._turn_seqs.get(turn)
+        if turn_start is None:
+            if len(self._turn_seqs) >= TURN_CACHE_SIZE:
+                self._turn_seqs.clear()
+            turn_start = self._turn_seqs[turn] = self._turn_starts.nth(turn - 1)
         step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
         return turn, step, self._requests.rank(seq)
 
@@ -423,39 +469,81 @@ class IndexedView:
         cursor = self._cursor
         nearest = min(seq // self._every, len(self._checkpoints) - 1)
         if not keep or cursor is None or not nearest * self._every <= cursor.seq <= seq:
-            cursor = Cursor.from_json(self._checkpoints[nearest], self._chain)
+            cursor = self._restore(nearest)
         cursor.advance(seq, self._chain)
         if not keep:
             return cursor
         self._cursor = cursor
         return cursor.copy()
 
+    def _restore(self, number: int) -> Cursor:
+        """Checkpoint `number` as a cursor. One that is not what a fold records (the cache was
+        damaged) is dropped with those after it and recorded again from an earlier one."""
+        while True:
+            state = _checked_state(self._checkpoints[number], number * self._every, self._chain.types)
+            if state is not None and state[1] == self._requests.rank(state[0]):
+                return Cursor.from_json(state, self._chain)
+            del self._checkpoints[number:]
+            self._extend_checkpoints(number * self._every)
+
     def _extend_checkpoints(self, seq: int) -> None:
         """Record the checkpoints up to `seq` that no one recorded yet (a fold over few events)."""
         if not self._checkpoints:
-            self._checkpoints.append(_empty_cursor(self._chain).to_json())
+            self._checkpoints.append(_empty_cursor(self._chain).encoded())
+            self._unsaved = True
         last = len(self._checkpoints) - 1
         if last * self._every + self._every > seq:
             return
-        cursor = Cursor.from_json(self._checkpoints[last], self._chain)
+        cursor = self._restore(last)
         for boundary in range((last + 1) * self._every, seq + 1, self._every):
             cursor.advance(boundary, self._chain)
-            self._checkpoints.append(cursor.to_json())
+            self._checkpoints.append(cursor.encoded())
+        self._unsaved = True
 
     def _load_checkpoints(self) -> None:
-        saved = self._chain.own.index.extra.get("checkpoints")
-        if isinstance(saved, dict) and saved.get("every") == self._every and saved.get("chain") == self._chain.key():
-            self._checkpoints = list(saved["states"])[: len(self._chain) // self._every + 1]
-        self._saved = len(self._checkpoints)
+        """The checkpoints kept in the index: a JSON line naming the spacing and the chain they hold
+        for, then one line per checkpoint (split, not parsed)."""
+        saved = self._chain.own.index.extra.raw(CHECKPOINTS)
+        if not saved:
+            return
+        first, *states = saved.split(b"\n")
+        try:
+            meta = json.loads(first)
+        except ValueError:
+            return
+        if isinstance(meta, dict) and meta.get("every") == self._every and meta.get("chain") == self._chain.key():
+            self._checkpoints = states[: len(self._chain) // self._every + 1]
 
     def _save_checkpoints(self, *, force: bool = False) -> None:
-        if len(self._checkpoints) == self._saved and not force:
+        if not self._unsaved and not force:
             return
         index = self._chain.own.index
-        index.extra["checkpoints"] = {"every": self._every, "chain": self._chain.key(), "states": self._checkpoints}
+        meta = json.dumps({"every": self._every, "chain": self._chain.key()}, separators=(",", ":")).encode()
+        index.extra.set_raw(CHECKPOINTS, b"\n".join([meta, *self._checkpoints]))
         save_index(index)
-        self._saved = len(self._checkpoints)
+        self._unsaved = False
 
+
+def _checked_state(raw: bytes, seq: int, types: bytearray) -> list | None:  # type: ignore[type-arg]
+    """The checkpoint `raw` parsed, if it has the shape `Cursor.to_json` writes for `seq` and every
+    seq in it points before `seq` at an event of the kind it names; else None."""
+    try:
+        state = json.loads(raw)
+        state_seq, requests, header_seq, history, pinned, window_start = state
+        start_seq, history_header, started, updates = history
+        headers = [seq for seq in (header_seq, start_seq, history_header) if seq is not None]
+        seqs = [state_seq, requests, window_start, *headers, *updates, *pinned]
+    except (ValueError, TypeError):
+        return None
+    if not all(type(value) is int and value >= 0 for value in seqs) or type(started) is not bool:
+        return None
+    if state_seq != seq or window_start > seq or any(value >= seq for value in (*headers, *updates, *pinned)):
+        return None
+    if any(types[value] != _HEADER for value in headers) or any(types[value] != _DEVELOPER for value in updates):
+        return None
+    if any(types[value] not in _PINNED for value in pinned):
+        return None
+    return state
 def _empty_cursor(chain: Chain) -> Cursor:
     return Cursor(0, 0, None, None, ToolHistoryReducer(chain.event), (), 0)
 

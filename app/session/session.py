@@ -9,6 +9,7 @@ the log; `load()` runs it to the end (the writer does, before it appends anythin
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -88,14 +89,17 @@ class Session:
     def _recorded_checker(self) -> InvariantChecker | None:
         """The checker state a process kept in the line index when it had validated every line of
         the file exactly as it is now (same inode, size and mtime, same ancestors): the lines it
-        covers need no second validation. None when there is no such record."""
-        record = self.chain.own.index.extra.get(VALIDATED)
-        if not isinstance(record, dict) or record.get("chain") != self.chain.key():
+        covers need no second validation. None when there is no such record (or it is unreadable:
+        the lines are validated again)."""
+        record = self.chain.own.index.extra.raw(VALIDATED)
+        if record is None:
             return None
-        if record.get("events", -1) > len(self.chain):
-            return None
+        summary, _newline, ids = record.partition(b"\n")
         try:
-            return InvariantChecker.restore(record["checker"], self.chain.types)
+            state = json.loads(summary)
+            if state["chain"] != self.chain.key() or state["events"] > len(self.chain):
+                return None
+            return InvariantChecker.restore(state["checker"], self.chain.types, ids, self.chain.event)
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -153,11 +157,13 @@ class Session:
         is validated) for the next open (best effort)."""
         extra = self.chain.own.index.extra
         if self._validated and self._checker.next_seq == len(self.chain):
-            extra[VALIDATED] = {
+            summary = {
                 "events": self._checker.next_seq,
                 "chain": self.chain.key(),
                 "checker": self._checker.state_json(),
             }
+            encoded = json.dumps(summary, separators=(",", ":")).encode()
+            extra.set_raw(VALIDATED, encoded + b"\n" + self._checker.ids_record())
         if self._view is not None:
             self._view.save()
         else:

@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 
 from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
-from app.session.events import CompactionSummary, Envelope, encode_event, encode_header
-from app.session.index import INDEX_MAGIC, TYPE_CODES, index_path
+from app.session import invariants
+from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
+from app.session.index import CHUNK_SIZE, INDEX_MAGIC, TYPE_CODES, index_path
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
+from app.session.reader import decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
 from app.session.view import SessionView
@@ -142,6 +144,34 @@ def test_a_truncation_to_a_torn_tail_is_followed(logs) -> None:
     assert session.torn is not None and session.torn.data == (lines[-1] + b"\n")[:-cut]
     assert [event.seq for event in session.events] == list(range(8))
     assert session.view().open_turn is not None
+
+
+def test_lines_longer_than_the_scans_chunk_are_indexed_whole(logs) -> None:
+    """The scan reads 128 KB at a time: a line of several chunks, then a torn tail of several more."""
+    lines = logs.completed_turn()
+    lines[1] = logs.line("user/message", 1, {"id": "u1", "text": "x" * (CHUNK_SIZE * 3 + 17)})
+    path = logs.write("s", lines)
+    torn = b'{"type":"turn/start","seq":9,"time":1,"data":{"turn":2,' + b" " * (CHUNK_SIZE * 2)
+    with path.open("ab") as handle:
+        handle.write(torn)
+
+    session = Session.open(path)
+
+    assert session.torn is not None and session.torn.data == torn
+    assert [event.seq for event in session.events] == list(range(9))
+    assert session.view().items[0].text == "x" * (CHUNK_SIZE * 3 + 17)
+
+
+def test_a_valid_line_the_index_cannot_classify_is_validated(logs) -> None:
+    """`{"type": "step/start"` (a space after the colon) is a valid event the byte scan marks
+    UNKNOWN: validation compares the types it read with the index's and lets that one pass."""
+    lines = logs.completed_turn()
+    lines[2] = lines[2].replace(b'{"type":"step/start"', b'{"type": "step/start"', 1)
+    path = logs.write("s", lines)
+
+    session = Session.open(path).load()
+
+    assert session.validated and [event.type for event in session.events][2] == "step/start"
 
 
 def test_a_file_replaced_under_its_index_is_indexed_again(logs, tmp_path) -> None:
@@ -314,6 +344,93 @@ def test_a_validated_session_keeps_a_record_the_writer_trusts_while_the_file_is_
     assert "validated" in _cache_meta(path)["sections"]
 
 
+def _validated_then_edited_unseen(path: Path) -> Path:
+    """Validate `path` (its record kept in the cache), then give its sixth tool/call the first
+    turn's callId keeping inode, size and mtime: only a record that is trusted misses that."""
+    Session.open(path).load()
+    stat = path.stat()
+    _swap_call_id(path, SIXTH_CALL_LINE)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return path
+
+
+@pytest.mark.parametrize("damage", ["ids count wrong", "summary not JSON", "summary of another shape"])
+def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Path, damage: str) -> None:
+    """The record as the cache holds it (a JSON summary line, then the call ids as digests), spoilt:
+    the writer validates every line again, so it finds the edit the record would have covered."""
+    path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
+    cache = index_path(path)
+    data = cache.read_bytes()
+    meta = _cache_meta(path)
+    start = data.index(b"\n", len(INDEX_MAGIC)) + 1 + meta["count"] * 9
+    assert list(meta["sections"]) == ["validated"]
+    record = data[start:]
+    summary, ids = record.split(b"\n", 1)
+    if damage == "ids count wrong":  # it claims one id more than it holds
+        spoilt = summary + b"\n" + (int.from_bytes(ids[:8], "little") + 1).to_bytes(8, "little") + ids[8:]
+    elif damage == "summary not JSON":
+        spoilt = b"{" + summary[1:-1] + b"\n" + ids[:-1]
+    else:
+        spoilt = summary.replace(b'"checker":{', b'"checker":{"x":[],', 1)[: len(summary)] + b"\n" + ids
+    cache.write_bytes(data[:start] + spoilt[: len(record)].ljust(len(record), b"\0"))
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(path)
+
+    assert caught.value.line == SIXTH_CALL_LINE
+
+
+def _cache_sections(path: Path) -> tuple[bytes, dict[str, bytes]]:
+    """The cache file's bytes before its sections, and each section's bytes."""
+    data = index_path(path).read_bytes()
+    meta = _cache_meta(path)
+    start = data.index(b"\n", len(INDEX_MAGIC)) + 1 + meta["count"] * 9
+    sections = {}
+    for key, length in meta["sections"].items():
+        sections[key] = data[start : start + length]
+        start += length
+    return data[: start - sum(meta["sections"].values())], sections
+
+
+def test_a_version_2_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
+    """A cache of the previous version (JSON sections) is indexed again: its validation record is
+    not read, so the writer validates every line and finds an edit the record would have covered."""
+    path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
+    cache = index_path(path)
+    cache.write_bytes(cache.read_bytes().replace(b'{"version":3,', b'{"version":2,', 1))
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(path)
+
+    assert caught.value.line == SIXTH_CALL_LINE
+    assert _cache_meta(path)["version"] == 3
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"not json", b"[1,2]", b'[1024,0,5,[null,null,false,[]],[],0]', b'[1024,999999,null,[null,null,false,[]],[],0]'],
+    ids=["not JSON", "another shape", "a header seq that is no header", "a wrong request count"],
+)
+def test_a_damaged_checkpoint_is_recorded_again(big_log: Path, tmp_path: Path, damage: bytes) -> None:
+    path = _two_turns(big_log, tmp_path, turns=300)
+    expected = [Session.open(path).view().requests[n] for n in (0, 250, 400)]  # seqs 3, ~1400, 2203
+    before, sections = _cache_sections(path)
+    states = sections["checkpoints"].split(b"\n")
+    assert len(states) > 3  # the spacing line, then checkpoints 0, 1, 2, ...
+    states[2] = damage  # checkpoint 1 (seq 1024)
+    spoilt = b"\n".join(states)
+    meta = _cache_meta(path)
+    meta["sections"]["checkpoints"] = len(spoilt)
+    head = INDEX_MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n" + before.split(b"\n", 2)[2]
+    index_path(path).write_bytes(head + b"".join(
+        spoilt if key == "checkpoints" else raw for key, raw in sections.items()
+    ))
+
+    view = Session.open(path).view()
+
+    assert [view.requests[n] for n in (0, 250, 400)] == expected
+
+
 @pytest.mark.parametrize("change", ["rewritten in place", "appended to"])
 def test_a_file_changed_since_its_record_is_validated_again_by_the_writer(
     big_log: Path, tmp_path: Path, change: str
@@ -336,9 +453,11 @@ def test_a_file_changed_since_its_record_is_validated_again_by_the_writer(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=session_logs(), data=st.data())
-def test_a_checker_restored_from_its_json_state_goes_on_like_the_original(
+def test_a_checker_restored_from_its_record_goes_on_like_the_original(
     log: GeneratedLog, data: st.DataObject
 ) -> None:
+    """The record is the JSON state and the call ids as digests; the events before the split are
+    read back only when a digest matches (and for a header's tools)."""
     split = data.draw(st.integers(0, len(log.events)))
     whole, first = InvariantChecker(), InvariantChecker()
     for event in log.events:
@@ -346,12 +465,79 @@ def test_a_checker_restored_from_its_json_state_goes_on_like_the_original(
     for event in log.events[:split]:
         first.feed(event)
     state = json.loads(json.dumps(first.state_json()))
-    restored = InvariantChecker.restore(state, bytes(TYPE_CODES[event.type] for event in log.events[:split]))
+    types = bytes(TYPE_CODES[event.type] for event in log.events[:split])
+    read: list[int] = []
+
+    def event_at(seq: int) -> Event:
+        assert seq < split
+        read.append(seq)
+        return log.events[seq]
+
+    restored = InvariantChecker.restore(state, types, first.ids_record(), event_at)
     for event in log.events[split:]:
         restored.feed(event)
 
     assert json.dumps(restored.state_json()) == json.dumps(whole.state_json())
+    assert restored.ids_record() == whole.ids_record()
     assert restored.pending_calls() == whole.pending_calls()
+    for event in log.events[:split]:
+        for call_id in getattr(event.data, "call_id", None), *(
+            getattr(part, "call_id", None) for part in getattr(event.data, "content", ())
+            if not isinstance(event.data.content, str)
+        ):
+            if call_id is not None:
+                assert restored.call_id_taken(call_id)
+    assert not restored.call_id_taken("never-used")
+
+
+def _event(type_: str, seq: int, data: dict[str, object]) -> Event:
+    return decode_event_line(json.dumps({"type": type_, "seq": seq, "time": 1, "data": data}).encode())
+
+
+def _call_event(seq: int, call_id: str, *, turn: int = 1) -> Event:
+    return _event("tool/call", seq, {"turn": turn, "step": 1, "callId": call_id, "name": "ls", "arguments": "{}"})
+
+
+def _turn_with_calls(call_ids: list[str]) -> list[Event]:
+    """Turn 1, whose one step calls `call_ids` (an assistant message, then a call and a result each)."""
+    content = [{"type": "tool-call", "callId": call_id, "name": "ls", "arguments": "{}"} for call_id in call_ids]
+    events = [
+        _event("turn/start", 0, {"turn": 1}),
+        _event("step/start", 1, {"turn": 1, "step": 1}),
+        _event("assistant/message", 2, {
+            "turn": 1, "step": 1, "route": "offline/demo", "model": "demo", "content": content, "finish": "tool-calls",
+        }),
+    ]
+    for call_id in call_ids:
+        events.append(_call_event(len(events), call_id))
+        events.append(_event("tool/result", len(events), {
+            "turn": 1, "step": 1, "callId": call_id, "name": "ls", "content": "", "isError": False,
+        }))
+    events.append(_event("step/end", len(events), {"turn": 1, "step": 1}))
+    events.append(_event("turn/end", len(events), {"turn": 1, "reason": "completed"}))
+    return events
+
+
+def test_call_ids_that_share_a_digest_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A digest match is confirmed by reading the event: with every id given one digest, a new id
+    is still free, and a used one is still refused with the seq that used it."""
+    monkeypatch.setattr(invariants, "_digest", lambda call_id: 7)
+    first = InvariantChecker()
+    events = _turn_with_calls(["a", "b"])
+    for event in events:
+        first.feed(event)
+    restored = InvariantChecker.restore(
+        first.state_json(), bytes(TYPE_CODES[event.type] for event in events), first.ids_record(),
+        lambda seq: events[seq],
+    )
+    assert restored.call_id_taken("b") and restored.call_id_taken("a")
+    assert not restored.call_id_taken("c")
+    restored.feed(_event("turn/start", len(events), {"turn": 2}))
+    restored.feed(_event("step/start", len(events) + 1, {"turn": 2, "step": 1}))
+    assert restored.check(_call_event(len(events) + 2, "b", turn=2)) == (
+        "callId 'b' was already used by the tool/call at seq 5"
+    )
+    restored.feed(_call_event(len(events) + 2, "c", turn=2))
 
 
 def test_a_worker_thread_validates_with_progress_while_the_tail_is_read(big_log: Path, tmp_path: Path) -> None:

@@ -1,0 +1,121 @@
+"""The msgspec mirror of the event models (app/session/structs.py) may only say yes faster: whatever
+line the pydantic models refuse, it refuses too, and what it accepts the models accept alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.session.events import encode_event
+from app.session.reader import EventLineError, decode_event_line
+from app.session.structs import decode_valid
+from tests.support.histories import session_logs
+from tests.unit.session.test_corruption import CASES
+
+
+def _pydantic_accepts(line: bytes) -> bool:
+    try:
+        decode_event_line(line)
+    except EventLineError:
+        return False
+    return True
+
+
+def _msgspec_accepts(line: bytes) -> bool:
+    return decode_valid(line) is not None
+
+
+def _same_event(line: bytes) -> bool:
+    """Both decodings of an accepted line hold the same values (None fields left out)."""
+
+    def without_none(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: without_none(item) for key, item in value.items() if item is not None}
+        if isinstance(value, (list, tuple)):
+            return [without_none(item) for item in value]
+        return value
+
+    event = decode_event_line(line)
+    return without_none(msgspec.to_builtins(decode_valid(line))) == without_none(
+        json.loads(encode_event(event))
+    )
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_every_line_of_the_corrupt_corpus_the_models_refuse_is_refused(  # type: ignore[no-untyped-def]
+    logs, case
+) -> None:
+    path: Path = case.build(logs)
+    for line in path.read_bytes().split(b"\n")[1:]:
+        if not line.strip():
+            continue
+        if _msgspec_accepts(line):
+            assert _pydantic_accepts(line), line
+            assert _same_event(line), line
+
+
+MUTATIONS: list[Any] = [None, True, False, 0, -1, 1.5, "", "x", [], {}, 2**70]
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            found += _paths(item, (*path, position))
+    return found
+
+
+def _mutated(obj: Any, path: tuple[Any, ...], action: str, replacement: Any) -> Any:
+    if not path:
+        return replacement if action == "set" else obj
+    *parents, last = path
+    node = obj
+    for step in parents:
+        node = node[step]
+    if action == "set":
+        node[last] = replacement
+    elif action == "delete":
+        del node[last]
+    elif action == "extra" and isinstance(node, dict):
+        node["unexpected"] = replacement
+    elif action == "snake" and isinstance(last, str) and any(c.isupper() for c in last):
+        snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in last)
+        node[snake] = node.pop(last)
+    return obj
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    log=session_logs(max_turns=2, max_steps=2),
+    data=st.data(),
+    action=st.sampled_from(["set", "delete", "extra", "snake"]),
+    replacement=st.sampled_from(MUTATIONS),
+)
+def test_a_mutated_line_the_models_refuse_is_refused(  # type: ignore[no-untyped-def]
+    log, data, action, replacement
+) -> None:
+    event = data.draw(st.sampled_from(log.events))
+    obj = json.loads(encode_event(event))
+    path = data.draw(st.sampled_from(_paths(obj)[1:]))
+    line = json.dumps(_mutated(obj, path, action, replacement), separators=(",", ":")).encode()
+    if _msgspec_accepts(line):
+        assert _pydantic_accepts(line), line
+        assert _same_event(line), line
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs())
+def test_every_valid_line_is_accepted_alike(log) -> None:  # type: ignore[no-untyped-def]
+    for event in log.events:
+        line = encode_event(event).rstrip(b"\n")
+        assert _msgspec_accepts(line), line
+        assert _same_event(line), line
