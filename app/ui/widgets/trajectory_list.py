@@ -1,12 +1,12 @@
 """The trajectory as a flat list: one row per event, virtualized with the line API.
 
-Only the rows on screen are ever rendered (`render_line`, as Textual's `Log` does), so a session
-of any length costs one `Entry` reference per shown row and the same few lines of drawing per key.
+Only the rows on screen are ever rendered (`render_line`, as Textual's `Log` does), and the rows
+come from the model (`rows(kinds)`): a file's are found in its line index and built as they are
+drawn, so a session of any length costs the same few rows of work per key.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,7 +22,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.session.view import Step, Turn
-from app.ui.widgets.trajectory_model import Entry, TrajectoryModel, entry_label
+from app.ui.widgets.trajectory_index import IndexedRows, Trajectory
+from app.ui.widgets.trajectory_model import Entry, EntryRows, entry_label
 
 
 class TrajectoryList(ScrollView, can_focus=True):
@@ -50,11 +51,11 @@ class TrajectoryList(ScrollView, can_focus=True):
     class Highlighted(Message):
         entry: Entry
 
-    def __init__(self, model: TrajectoryModel, kinds: frozenset[str], *, id: str | None = None) -> None:
+    def __init__(self, model: Trajectory, kinds: frozenset[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model = model
         self.kinds = kinds
-        self.rows: list[Entry] = []
+        self.rows: EntryRows | IndexedRows = EntryRows([])
         self._seq_width = 1
         self._strips: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(1024)
         """Rendered rows: scrolling by one row renders one new row, not a screenful."""
@@ -65,23 +66,23 @@ class TrajectoryList(ScrollView, can_focus=True):
     def rebuild(self, kinds: frozenset[str] | None = None) -> None:
         if kinds is not None:
             self.kinds = kinds
-        self.rows = [entry for entry in self.model.entries if entry.shown(self.kinds)]
+        self.rows = self.model.rows(self.kinds)
         self._resized()
         self.set_reactive(TrajectoryList.cursor, min(self.cursor, max(len(self.rows) - 1, 0)))
         self.refresh()
 
     def add_entries(self, entries: list[Entry]) -> None:
         shown = [entry for entry in entries if entry.shown(self.kinds)]
-        if shown:
+        if shown and isinstance(self.rows, EntryRows):
             at_end = self.is_vertical_scroll_end
-            self.rows += shown
+            self.rows.extend(shown)
             self._resized()
             if at_end:
                 self.scroll_end(animate=False, immediate=True)
             self.refresh()
 
     def _resized(self) -> None:
-        last = self.model.entries[-1].seq if self.model.entries else 0
+        last = max(self.model.last_seq, 0)
         if len(str(last)) != self._seq_width:
             self._seq_width = len(str(last))
             self._strips.clear()
@@ -93,9 +94,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
     def index_of(self, entry: Entry) -> int | None:
-        """The row of `entry` (rows are in log order, so a bisection finds it)."""
-        index = bisect_left(self.rows, entry.seq, key=lambda row: row.seq)
-        return index if index < len(self.rows) and self.rows[index] is entry else None
+        return self.rows.position(entry.seq)
 
     def move_to(self, entry: Entry) -> bool:
         index = self.index_of(entry)
