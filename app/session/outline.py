@@ -8,15 +8,24 @@ saves is the one `Session.open` then loads) and reports how many bytes it has re
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from app.i18n import _
 from app.session.chain import Chain
+from app.session.errors import SessionCorruptionError, UnsupportedFormatError
 from app.session.index import index_path, open_index
 
 SCAN_BATCH = 4096
 """Lines read between two progress reports of a scan."""
+FIND_CHUNK = 4 << 20
+"""Bytes searched at a time by `lines_containing` (the UI thread waits at most one chunk's search)."""
 
 
 class _ReportingReader:
@@ -87,3 +96,112 @@ def scan_lines(
                 yield seq, line
         if progress is not None:
             progress(stop, total)
+
+
+def lines_containing(
+    chain: Chain,
+    needle: bytes,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    fold_case: bool = False,
+) -> Iterator[tuple[int, bytes]]:
+    """(seq, line) of every indexed line that holds `needle` (ASCII letters compared lowered when
+    `fold_case`; `needle` lowered then), in log order. The files are searched a few megabytes at a
+    time in C and only the lines with a hit are cut out, so a rare needle costs about a read of
+    the log; `progress(bytes searched, bytes in all)` after each chunk."""
+    spans = []
+    for segment in chain.segments:
+        count = min(segment.count, len(segment.index))
+        if count:
+            spans.append((segment, count, segment.index.offsets[0], segment.index.span(count - 1)[1] + 1))
+    total = sum(stop - start for _segment, _count, start, stop in spans)
+    done = 0
+    for segment, count, first, last in spans:
+        offsets = segment.index.offsets
+        line = 0
+        with segment.path.open("rb") as handle:
+            while line < count:
+                start = offsets[line]
+                stop_line = max(bisect_right(offsets, start + FIND_CHUNK, line + 1, count), line + 1)
+                stop = offsets[stop_line] if stop_line < count else last
+                handle.seek(start)
+                data = handle.read(stop - start)
+                text = data.lower() if fold_case else data
+                at = text.find(needle)
+                while at >= 0:
+                    hit = bisect_right(offsets, start + at, line, stop_line) - 1
+                    begin = offsets[hit] - start
+                    end = (offsets[hit + 1] - start if hit + 1 < stop_line else len(data)) - 1
+                    yield segment.first_seq + hit, data[begin:end]
+                    at = text.find(needle, end + 1)
+                done += stop - start
+                if progress is not None:
+                    progress(done, total)
+                line = stop_line
+
+
+# --- work in a process of its own ------------------------------------------------------------------
+
+
+def run_reporting(module: str, path: Path, progress: Callable[[int, int], None]) -> Any:
+    """Run `python -m module path` (a whole-log pass: it takes a core for a while and holds a lot
+    of state, and a viewer's interface should keep its own interpreter lock and memory), passing
+    its progress reports on; return its result. It speaks JSON lines: `{"done", "total"}` as it
+    goes, then `{"result"}` or `{"error": {path, line, reason, unsupported}}` (`report_main`); an
+    error is raised here as `SessionCorruptionError` / `UnsupportedFormatError`."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", module, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    assert child.stdout is not None
+    last: dict[str, Any] = {}
+    with child.stdout:
+        for raw in child.stdout:
+            last = json.loads(raw)
+            if "done" in last:
+                progress(last["done"], last["total"])
+    child.wait()
+    if "error" in last:
+        failure = last["error"]
+        error = UnsupportedFormatError if failure["unsupported"] else SessionCorruptionError
+        raise error(failure["path"], failure["line"], failure["reason"])
+    if "result" not in last:
+        raise SessionCorruptionError(
+            path, None, _("the pass over the log stopped (exit status {status})").format(status=child.returncode)
+        )
+    return last["result"]
+
+
+def report_main(work: Callable[[Path, Callable[[int, int], None]], Any]) -> int:
+    """The child's side of `run_reporting`: `work(path, progress)` on the path in argv."""
+    from app.session.errors import SessionFileError
+
+    def progress(done: int, total: int) -> None:
+        print(json.dumps({"done": done, "total": total}), flush=True)
+
+    try:
+        result = work(Path(sys.argv[1]), progress)
+    except SessionFileError as error:
+        unsupported = isinstance(error, UnsupportedFormatError)
+        failure = {"path": str(error.path), "line": error.line, "reason": error.reason, "unsupported": unsupported}
+        print(json.dumps({"error": failure}))
+        return 0
+    print(json.dumps({"result": result}))
+    return 0
+
+
+def validate_elsewhere(path: Path, progress: Callable[[int, int], None]) -> None:
+    """`Session.validate` of the file at `path`, by another process (`run_reporting`)."""
+    run_reporting("app.session.outline", path, progress)
+
+
+def _validate(path: Path, progress: Callable[[int, int], None]) -> None:
+    from app.session.session import Session
+
+    Session.open(path).validate(progress)
+
+
+if __name__ == "__main__":
+    sys.exit(report_main(_validate))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionNotFoundError
-from app.session.outline import index_is_current, index_with_progress
+from app.session.outline import index_is_current, index_with_progress, validate_elsewhere
 from app.session.reader import parse_header_line
 from app.session.session import Session
 from app.session.view import SessionView
@@ -73,10 +73,14 @@ class SessionFileSource:
 
     def validate(self, progress: Callable[[int, int], None]) -> None:
         """Every line strictly and against the invariants (a worker thread); raises
-        `SessionCorruptionError` naming the file and line."""
+        `SessionCorruptionError` naming the file and line. A large session is validated by another
+        process (`validate_elsewhere`), so the interface keeps its interpreter and its memory."""
         if self.session is None:
             self.session = Session.open(self.path)
-        self.session.validate(progress)
+        if self.session.last_seq < CHECK_AT_ONCE or self.session.validated:
+            self.session.validate(progress)
+        else:
+            validate_elsewhere(self.path, progress)
 
 
 class LiveSource:

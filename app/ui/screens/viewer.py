@@ -140,6 +140,10 @@ class TrajectoryScreen(Screen[None]):
         if source.live:
             self.app.session_advanced.subscribe(self, self._advanced)  # type: ignore[attr-defined]
             return
+        # Behind the first frame with rows, not before it: the threads share the interpreter.
+        self.call_after_refresh(self._start_background, model)
+
+    def _start_background(self, model: Trajectory) -> None:
         if not model.classified:
             self._classify(model)
         self._validate()
@@ -167,7 +171,10 @@ class TrajectoryScreen(Screen[None]):
     def _classify(self, model: Trajectory) -> None:
         """The failed tool results and the new projection sequences, found behind the trajectory
         (a type code does not tell them); the filters that need them are applied again after."""
-        model.classify(self._reporter(self._show_classifying))
+        try:
+            model.classify_elsewhere(self._reporter(self._show_classifying))
+        except (SessionError, OSError):
+            pass  # the file changed or went away: the validation behind it says so
         self.app.call_from_thread(self._classified, model)
 
     def _show_classifying(self, percent: int) -> None:
@@ -390,6 +397,10 @@ class TrajectoryScreen(Screen[None]):
         try:
             matches = await asyncio.to_thread(model.search, query, kinds, progress)
         except _Superseded:
+            return
+        except (SessionError, OSError) as error:
+            self._search_note = ""
+            self.notify(printable_line(str(error)), title=_("The search stopped"), severity="error", markup=False)
             return
         self._search_note = ""
         if number != self._searches or model is not self.model:

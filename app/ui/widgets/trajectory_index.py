@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import overload
 
 from app.session.errors import SessionCorruptionError
 from app.session.index import TYPE_CODES
 from app.session.indexed import Positions
-from app.session.outline import SCAN_BATCH, scan_lines
+from app.session.outline import SCAN_BATCH, lines_containing, report_main, run_reporting, scan_lines
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
-from app.session.view import HeaderItem, Step, ToolResultItem, Turn, item_of
+from app.session.view import HeaderItem, Item, Step, ToolResultItem, Turn, item_of
 from app.ui.widgets.trajectory_model import (
     KINDS,
     Entry,
@@ -94,7 +98,9 @@ class IndexedTrajectory:
         self.view = session.view()
         self.kind_types = bytearray(self._chain.types)
         self.classified = False
-        self._turns = Positions(self._chain.types, b"T")
+        # Where each turn starts (a few hundred kilobytes for a million events): a segment's bounds
+        # and the segment of a seq are then a lookup and a bisection.
+        self._turn_starts = array("Q", (match.start() for match in re.finditer(b"T", self._chain.types)))
         self._segments: OrderedDict[int, TrajectoryModel] = OrderedDict()
         self.by_seq = _EntriesBySeq(self)
         self.entries = IndexedRows(self, ENTRY_CODES)
@@ -107,11 +113,11 @@ class IndexedTrajectory:
 
     def segment_number(self, seq: int) -> int:
         """The segment of `seq`: how many turns start at or before it."""
-        return self._turns.rank(seq + 1)
+        return bisect_right(self._turn_starts, seq)
 
     def _bounds(self, number: int) -> tuple[int, int]:
-        start = 0 if number == 0 else self._turns.nth(number - 1)
-        stop = self._turns.nth(number) if number < len(self._turns) else len(self._chain)
+        start = 0 if number == 0 else self._turn_starts[number - 1]
+        stop = self._turn_starts[number] if number < len(self._turn_starts) else len(self._chain)
         return start, stop
 
     def segment(self, number: int) -> TrajectoryModel:
@@ -182,13 +188,10 @@ class IndexedTrajectory:
         found: list[Entry | TurnGroup] = [
             entry for entry in self.segment(0).entries if is_top_level(entry) and entry.shown(kinds)
         ]
-        turns = len(self._turns)
-        if turns <= GROUP_ABOVE:
-            return found + self._turn_nodes(0, turns, kinds)
-        span = GROUP_SPAN
-        while -(-turns // span) > TOP_LEVEL_GROUPS:
-            span *= 10
-        return found + self._groups(0, turns, span, kinds)
+        span = self.top_span
+        if span is None:
+            return found + self._turn_nodes(0, len(self._turn_starts), kinds)
+        return found + self._groups(0, len(self._turn_starts), span, kinds)
 
     def group_children(self, group: TurnGroup, kinds: frozenset[str]) -> list[Entry | TurnGroup]:
         if group.span > GROUP_SPAN:
@@ -197,12 +200,12 @@ class IndexedTrajectory:
 
     def group_of(self, turn: int, span: int) -> TurnGroup:
         first = turn - turn % span
-        return TurnGroup(first, min(first + span, len(self._turns)), span)
+        return TurnGroup(first, min(first + span, len(self._turn_starts)), span)
 
     @property
     def top_span(self) -> int | None:
         """The span of the top-level groups, None when the turns are not grouped."""
-        turns = len(self._turns)
+        turns = len(self._turn_starts)
         if turns <= GROUP_ABOVE:
             return None
         span = GROUP_SPAN
@@ -253,25 +256,31 @@ class IndexedTrajectory:
     def search(
         self, query: str, kinds: frozenset[str], progress: Callable[[int, int], None] | None = None
     ) -> list[int]:
-        """The seqs of the shown events whose text has all the words: lines that hold every word
-        in their bytes are parsed and checked as the tree and list show them. A row's own words
-        (a turn's "Turn 3") are not in its line, so turn and step rows are not searched."""
+        """The seqs of the shown events whose text has all the words. The log's bytes are searched
+        for the rarest-looking (longest) word first; only the lines holding every word are parsed
+        and checked as the tree and list show them. A row's own words (a turn's "Turn 3") are not
+        in its line, so turn and step rows are not searched."""
         words = query.lower().split()
         if not words:
             return []
         # A word as the log spells it inside a JSON string; a word JSON would escape or that is not
         # ASCII is left to the parse (its line is not ruled out by its bytes).
-        needles = [
-            json.dumps(word)[1:-1].encode() for word in words if word.isascii() and json.dumps(word)[1:-1] == word
-        ]
+        needles = sorted(
+            (json.dumps(word)[1:-1].encode() for word in words if word.isascii() and json.dumps(word)[1:-1] == word),
+            key=len,
+            reverse=True,
+        )
         codes = codes_of(kinds).translate(None, STRUCTURE_CODES)
         types = self.kind_types
+        if needles:
+            lines = lines_containing(self._chain, needles[0], progress, fold_case=True)
+        else:
+            lines = scan_lines(self._chain, lambda seq: True, [], progress)
         found = []
-        for seq, line in scan_lines(self._chain, lambda seq: types[seq] in codes, needles, progress, fold_case=True):
-            try:
-                item = item_of(decode_event_line(line))
-            except EventLineError:
-                continue  # validation reports it
+        for seq, line in lines:
+            if types[seq] not in codes or not all(needle in line.lower() for needle in needles[1:]):
+                continue
+            item = _item_at(line)
             if item is None:
                 continue
             entry = Entry(seq, KINDS_OF_CODE[types[seq]], item, None, None)
@@ -281,24 +290,35 @@ class IndexedTrajectory:
 
     def classify(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Find the failed tool results and the headers that start a projection sequence (the
-        two kinds a type code does not tell), reading each line once; the filters use them from
-        then on. Parses the headers and the results whose bytes say they failed."""
+        two kinds a type code does not tell); the filters use them from then on. Parses the
+        headers and the results whose bytes say they failed, nothing else."""
         types = bytearray(self._chain.types)
         header, result = TYPE_CODES["request/header"], TYPE_CODES["tool/result"]
         sequence: int | None = None
-        for seq, line in scan_lines(self._chain, lambda seq: types[seq] in (header, result), [], progress):
-            if types[seq] == result and FAILED_MARK not in line:
-                continue
-            try:
-                item = item_of(decode_event_line(line))
-            except EventLineError:
-                continue  # validation reports it
+        headers = [match.start() for match in re.finditer(re.escape(bytes([header])), types)]
+        for seq, _segment, _number, line in self._chain.picked_lines(headers):
+            item = _item_at(line)
             if isinstance(item, HeaderItem):
                 if sequence_boundary(sequence, item.header.sequence):
                     types[seq] = SEQUENCE_HEADER
                 sequence = item.header.sequence
-            elif isinstance(item, ToolResultItem) and item.is_error:
-                types[seq] = FAILED_RESULT
+        for seq, line in lines_containing(self._chain, FAILED_MARK, progress):
+            if types[seq] == result:
+                item = _item_at(line)
+                if isinstance(item, ToolResultItem) and item.is_error:
+                    types[seq] = FAILED_RESULT
+        self.kind_types = types
+        self.classified = True
+
+    def classify_elsewhere(self, progress: Callable[[int, int], None]) -> None:
+        """`classify` run by another process (`run_reporting`): the interface keeps its interpreter
+        while a large log is read."""
+        found = run_reporting("app.ui.widgets.trajectory_index", self.session.path, progress)
+        types = bytearray(self._chain.types)
+        for code, seqs in ((SEQUENCE_HEADER, found["sequences"]), (FAILED_RESULT, found["failed"])):
+            for seq in seqs:
+                if seq < len(types):  # the file may have grown since this process read it
+                    types[seq] = code
         self.kind_types = types
         self.classified = True
 
@@ -309,6 +329,14 @@ class IndexedTrajectory:
 
     def result_of(self, entry: Entry) -> Entry | None:
         return self.segment(self.segment_number(entry.seq)).result_of(entry)
+
+
+def _item_at(line: bytes) -> Item | None:
+    """The item of one line, or None for a line that does not parse (the validation reports it)."""
+    try:
+        return item_of(decode_event_line(line))
+    except EventLineError:
+        return None
 
 
 class _EntriesBySeq:
@@ -383,3 +411,18 @@ class IndexedRows(Sequence[Entry]):
 
 Trajectory = TrajectoryModel | IndexedTrajectory
 """What the tree, the list and the screen read: the chat's live model or a file's lazy one."""
+
+
+def _classified(path: Path, progress: Callable[[int, int], None]) -> dict[str, list[int]]:
+    """The child's side of `classify_elsewhere`."""
+    trajectory = IndexedTrajectory(Session.open(path))
+    trajectory.classify(progress)
+    types = trajectory.kind_types
+    return {
+        "sequences": [match.start() for match in re.finditer(re.escape(bytes([SEQUENCE_HEADER])), types)],
+        "failed": [match.start() for match in re.finditer(re.escape(bytes([FAILED_RESULT])), types)],
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(report_main(_classified))

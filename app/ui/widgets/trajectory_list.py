@@ -57,8 +57,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         self.kinds = kinds
         self.rows: EntryRows | IndexedRows = EntryRows([])
         self._seq_width = 1
-        self._strips: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(1024)
-        """Rendered rows: scrolling by one row renders one new row, not a screenful."""
+        self._strips: LRUCache[tuple[int, int, bool, bool, int, int], Strip] = LRUCache(1024)
         self._base: Style | None = None
 
     # --- rows --------------------------------------------------------------------------------------
@@ -113,12 +112,14 @@ class TrajectoryList(ScrollView, can_focus=True):
         if index >= len(self.rows):
             return Strip.blank(width, base)
         entry = self.rows[index]
-        key = (entry.seq, index == self.cursor, self.has_focus, width)
+        # Kept as drawn, at its row: a scroll by one row draws one new row, not a screenful.
+        key = (entry.seq, index, index == self.cursor, self.has_focus, width, scroll_x)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_row(entry, index == self.cursor, width)
+            row = self._render_row(entry, index == self.cursor, width)
+            strip = row.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
             self._strips[key] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+        return strip
 
     @property
     def _base_style(self) -> Style:
@@ -149,6 +150,22 @@ class TrajectoryList(ScrollView, can_focus=True):
         entry = self.cursor_entry
         if entry is not None:
             self.post_message(self.Highlighted(entry))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """The scrollbar is repainted only when its thumb moves: in a long list it moves one
+        eighth of a cell per many rows, and repainting it costs as much as the rows."""
+        height = self.scrollable_content_region.height * 8
+        rows = max(self.virtual_size.height, 1)
+        if int(old_value * height / rows) != int(new_value * height / rows):
+            self.vertical_scrollbar.position = new_value
+        if round(old_value) != round(new_value):
+            self._refresh_scroll()
+
+    def _refresh_scroll(self) -> None:
+        """A scroll repaints this widget alone. Textual's default has the screen reflow and repaint
+        every widget on it, which a held arrow key at the bottom of the list does once per row; the
+        list has no children to move, and its lines are drawn from the offset."""
+        self.refresh()
 
     def _refresh_row(self, index: int) -> None:
         self.refresh(Region(0, index - self.scroll_offset.y, self.size.width, 1))
