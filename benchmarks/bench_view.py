@@ -5,11 +5,11 @@ The large session is a file (`--file`, by default the 1M-event one the large-ses
 leaves in /tmp/large_bench) or one generated here (`--events N`, `benchmarks/sessions.py`); the
 10-event one is generated. Each measurement runs in a fresh subprocess running the viewer headless
 (`ViewerApp.run_test`), so nothing one measurement loaded helps the next:
-- first paint: from opening the session (what `toolscope view FILE` does before the app starts) to
-  the first frame of the Trajectory screen (its loading line), and to the first frame with the
-  trajectory's rows — with the line index present (the usual case: it is brought up to date
-  first), and for the large file also without one (a hard link to it in a fresh folder: the
-  viewer indexes it, showing progress);
+- first paint: from opening the session (what `toolscope view FILE` does before the app starts)
+  to the first frame of the Trajectory screen (its loading line), and to the first frame with
+  the trajectory's rows — on a copy of the file indexed first (the usual case; a copy, as another
+  process may append to the shared file meanwhile), and also without an index (a hard link to
+  the copy in a fresh folder: the viewer indexes it, showing progress);
 - Toolong (`tl`) opening the same large file, in the same run (`benchmarks/toolong_first_paint.py`
   run by `--toolong PYTHON`, by default /tmp/tlvenv/bin/python when it exists);
 - key latency: the cursor moved down in the flat list (down and up in the small one), one key at a
@@ -34,6 +34,7 @@ import asyncio
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -159,8 +160,6 @@ def _without_index(path: Path, folder: Path) -> Path:
     try:
         os.link(path, bare)
     except OSError:
-        import shutil
-
         shutil.copyfile(path, bare)
     return bare
 
@@ -185,9 +184,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-view-") as folder:
         small = Path(folder) / "small.jsonl"
         write_large_session(small, events=10)
-        large = args.file or (LARGE_FILE if LARGE_FILE.exists() else None)
-        if large is None:
-            large = Path(folder) / "large.jsonl"
+        given = args.file or (LARGE_FILE if LARGE_FILE.exists() else None)
+        large = Path(folder) / "indexed" / (given.name if given is not None else "large.jsonl")
+        large.parent.mkdir()
+        if given is not None:
+            # A copy: another process may be appending to the shared file while this one measures.
+            shutil.copyfile(given, large)
+        else:
             write_large_session(large, events=args.events)
         Session.open(large)  # its line index present and current, as after any earlier open
         Session.open(small)

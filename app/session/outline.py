@@ -24,6 +24,7 @@ from app.session.index import index_path, open_index
 
 SCAN_BATCH = 4096
 """Lines read between two progress reports of a scan."""
+BACKGROUND_NICENESS = 10
 FIND_CHUNK = 4 << 20
 """Bytes searched at a time by `lines_containing` (the UI thread waits at most one chunk's search)."""
 
@@ -175,8 +176,11 @@ def run_reporting(module: str, path: Path, progress: Callable[[int, int], None])
 
 
 def report_main(work: Callable[[Path, Callable[[int, int], None]], Any]) -> int:
-    """The child's side of `run_reporting`: `work(path, progress)` on the path in argv."""
+    """The child's side of `run_reporting`: `work(path, progress)` on the path in argv, at a lower
+    priority than the interface waiting for it (it is background work)."""
     from app.session.errors import SessionFileError
+
+    os.nice(BACKGROUND_NICENESS)
 
     def progress(done: int, total: int) -> None:
         print(json.dumps({"done": done, "total": total}), flush=True)

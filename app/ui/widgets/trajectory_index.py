@@ -76,7 +76,7 @@ GROUP_ABOVE = 200
 """Turns in a session beyond which the tree's top level groups them (`TurnGroup`)."""
 GROUP_SPAN = 100
 """Turns in the smallest group; each level up holds ten of the level below."""
-TOP_LEVEL_GROUPS = 1000
+TOP_LEVEL_GROUPS = 100
 
 
 def codes_of(kinds: frozenset[str]) -> bytes:
