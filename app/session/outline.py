@@ -75,26 +75,14 @@ def index_with_progress(path: Path, progress: Callable[[int, int], None]) -> Non
         return
 
 
-def scan_lines(
-    chain: Chain,
-    wanted: Callable[[int], bool],
-    needles: list[bytes],
-    progress: Callable[[int, int], None] | None = None,
-    *,
-    fold_case: bool = False,
-) -> Iterator[tuple[int, bytes]]:
-    """(seq, line) of every line for which `wanted(seq)` holds and whose bytes hold every needle
-    (compared with ASCII letters lowered when `fold_case`), in log order, read a batch at a time;
-    `progress(seqs done, total)` after each batch. Nothing is parsed: callers confirm the hits."""
+def every_line(chain: Chain, progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, bytes]]:
+    """(seq, line) of every line, in log order, read a batch at a time; `progress(seqs done,
+    total)` after each batch."""
     total = len(chain)
     for start in range(0, total, SCAN_BATCH):
         stop = min(start + SCAN_BATCH, total)
         for seq, _segment, _number, line in chain.lines(start, stop):
-            if not wanted(seq):
-                continue
-            text = line.lower() if fold_case else line
-            if all(needle in text for needle in needles):
-                yield seq, line
+            yield seq, line
         if progress is not None:
             progress(stop, total)
 

@@ -41,7 +41,7 @@ from app.ui.trajectory_source import TrajectorySource
 from app.ui.widgets.trajectory import NodeData, TrajectoryTree, entry_of
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_index import Trajectory
+from app.ui.widgets.trajectory_index import Trajectory, classification_matters
 from app.ui.widgets.trajectory_model import KINDS, PRESETS, Entry, TrajectoryModel, preset_named, step_from
 
 
@@ -183,7 +183,7 @@ class TrajectoryScreen(Screen[None]):
 
     def _classified(self, model: Trajectory) -> None:
         self._classify_note = ""
-        if model is self.model:
+        if model is self.model and classification_matters(self.kinds):
             self.set_kinds(self.kinds)
         self._show_title()
 
@@ -239,10 +239,11 @@ class TrajectoryScreen(Screen[None]):
 
     def _advanced(self, event: Envelope | None) -> None:
         view = self.source.load()
-        if event is None or view is None or view is not self.model.view or not isinstance(self.model, TrajectoryModel):
+        model = self.model
+        if event is None or view is None or not isinstance(model, TrajectoryModel) or view is not model.view:
             self._show_view(view)
             return
-        new = self.model.update(view)
+        new = model.update(view)
         self._tree.add_entries(new)
         self._list.add_entries(new)
         self._show_title()

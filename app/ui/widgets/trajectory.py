@@ -2,9 +2,9 @@
 their results, errors, retries, compactions and sequence boundaries.
 
 Only the top level is built up front; a node's children are built when it is first expanded (or when
-a search or a jump needs a node inside it). A session of very many turns groups them at the top
-("Turns 1–100", groups of groups above that), so the top level stays a few hundred nodes. Labels are single-line `Text` made from the session
-view, so measuring one is a `cell_len`, not a render.
+a search or a jump needs a node inside it). A session of many turns groups them ("Turns 1–100",
+groups of ten groups above that, at most 100 at the top). Labels are single-line `Text` made from
+the session view, so measuring one is a `cell_len`, not a render.
 """
 
 from __future__ import annotations

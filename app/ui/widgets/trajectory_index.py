@@ -25,7 +25,7 @@ from typing import overload
 from app.session.errors import SessionCorruptionError
 from app.session.index import TYPE_CODES
 from app.session.indexed import Positions
-from app.session.outline import SCAN_BATCH, lines_containing, report_main, run_reporting, scan_lines
+from app.session.outline import SCAN_BATCH, every_line, lines_containing, report_main, run_reporting
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.view import HeaderItem, Item, Step, ToolResultItem, Turn, item_of
@@ -81,6 +81,12 @@ TOP_LEVEL_GROUPS = 100
 
 def codes_of(kinds: frozenset[str]) -> bytes:
     return bytes(sorted(set(b"".join(KIND_CODES[kind] for kind in kinds))))
+
+
+def classification_matters(kinds: frozenset[str]) -> bool:
+    """Whether `classify` changes what `kinds` show: a failed tool result shown but not the others,
+    or new projection sequences shown but not the other headers (or the other way round)."""
+    return ("error" in kinds and "tool" not in kinds) or (("sequence" in kinds) != ("header" in kinds))
 
 
 def _pattern(codes: bytes) -> re.Pattern[bytes]:
@@ -275,7 +281,7 @@ class IndexedTrajectory:
         if needles:
             lines = lines_containing(self._chain, needles[0], progress, fold_case=True)
         else:
-            lines = scan_lines(self._chain, lambda seq: True, [], progress)
+            lines = every_line(self._chain, progress)
         found = []
         for seq, line in lines:
             if types[seq] not in codes or not all(needle in line.lower() for needle in needles[1:]):

@@ -95,7 +95,7 @@ def test_jumps_search_and_the_nearest_row_agree_with_the_full_fold(generated) ->
                 mine, theirs = lazy.find(kind, seq, direction, kinds), eager.find(kind, seq, direction, kinds)
                 assert (mine and mine.seq) == (theirs and theirs.seq), (seq, kind, direction)
         assert lazy.nearest(seq, frozenset({"context"})).seq == eager.nearest(seq, frozenset({"context"})).seq
-    for query in ("readme", "No such FILE", "projection route", "tool_3", "nothing-like-this"):
+    for query in ("readme", "No such FILE", "projection route", "tool_3", "nothing-like-this", "déclaration"):
         for filter_kinds in (kinds, EVERYTHING - {"turn", "step"}):
             assert lazy.search(query, filter_kinds) == eager.search(query, filter_kinds), query
 
