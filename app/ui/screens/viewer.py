@@ -164,7 +164,7 @@ class TrajectoryScreen(Screen[None]):
 
     def _show_indexing(self, percent: int, size: str) -> None:
         self.query_one("#viewer-loading", Static).update(
-            _("Indexing the session ({size}): {percent}%").format(size=size, percent=percent)
+            _("Indexing the session ({size}): {percent}%").format(size=size, percent=percent), layout=False
         )
 
     @work(group="trajectory-classify", exclusive=True, thread=True)
@@ -277,7 +277,8 @@ class TrajectoryScreen(Screen[None]):
                 parts.append(note)
         if self._validation_note:
             parts.append(self._validation_note)
-        self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)))
+        # One line of a fixed height: no layout (progress notes change it a few times a second).
+        self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)), layout=False)
 
     @property
     def current_entry(self) -> Entry | None:
