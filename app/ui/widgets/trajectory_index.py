@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import overload
 
-from app.session.errors import SessionCorruptionError
+from app.i18n import _
+from app.session.errors import SessionCorruptionError, SessionError
 from app.session.index import TYPE_CODES
 from app.session.indexed import Positions
 from app.session.outline import SCAN_BATCH, every_line, lines_containing, report_main, run_reporting
@@ -93,6 +94,10 @@ def _pattern(codes: bytes) -> re.Pattern[bytes]:
     return re.compile(b"[" + re.escape(codes) + b"]" if codes else b"(?!)")
 
 
+def _positions(types: bytearray, codes: bytes, start: int, stop: int) -> list[int]:
+    return [match.start() for match in _pattern(codes).finditer(types, start, stop)]
+
+
 class IndexedTrajectory:
     """The trajectory model of a session file (the interface of `TrajectoryModel`), built lazily."""
 
@@ -106,7 +111,7 @@ class IndexedTrajectory:
         self.classified = False
         # Where each turn starts (a few hundred kilobytes for a million events): a segment's bounds
         # and the segment of a seq are then a lookup and a bisection.
-        self._turn_starts = array("Q", (match.start() for match in re.finditer(b"T", self._chain.types)))
+        self._turn_starts = array("Q", _positions(self._chain.types, b"T", 0, len(self._chain)))
         self._segments: OrderedDict[int, TrajectoryModel] = OrderedDict()
         self.by_seq = _EntriesBySeq(self)
         self.entries = IndexedRows(self, ENTRY_CODES)
@@ -134,10 +139,15 @@ class IndexedTrajectory:
         start, stop = self._bounds(number)
         try:
             model = self._fold(start, stop)
-        except SessionCorruptionError as error:
+        except (SessionError, OSError) as error:  # the state before it is unreadable, or the file changed
             model = TrajectoryModel()
             for seq in range(start, stop):
                 model.add_unreadable(seq, str(error))
+        # Every line a row is counted for has one, even one the reducer makes nothing of (a step
+        # outside any turn: the validation names it).
+        for seq in _positions(self._chain.types, ENTRY_CODES, start, stop):
+            if seq not in model.by_seq:
+                model.add_unreadable(seq, _("not part of any turn the log opened"))
         self._segments[number] = model
         if len(self._segments) > SEGMENT_CACHE:
             self._segments.popitem(last=False)
@@ -301,7 +311,7 @@ class IndexedTrajectory:
         types = bytearray(self._chain.types)
         header, result = TYPE_CODES["request/header"], TYPE_CODES["tool/result"]
         sequence: int | None = None
-        headers = [match.start() for match in re.finditer(re.escape(bytes([header])), types)]
+        headers = _positions(types, bytes([header]), 0, len(types))
         for seq, _segment, _number, line in self._chain.picked_lines(headers):
             item = _item_at(line)
             if isinstance(item, HeaderItem):
@@ -425,8 +435,8 @@ def _classified(path: Path, progress: Callable[[int, int], None]) -> dict[str, l
     trajectory.classify(progress)
     types = trajectory.kind_types
     return {
-        "sequences": [match.start() for match in re.finditer(re.escape(bytes([SEQUENCE_HEADER])), types)],
-        "failed": [match.start() for match in re.finditer(re.escape(bytes([FAILED_RESULT])), types)],
+        "sequences": _positions(types, bytes([SEQUENCE_HEADER]), 0, len(types)),
+        "failed": _positions(types, bytes([FAILED_RESULT]), 0, len(types)),
     }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
+from app.session.events import UserMessageData, encode_event, make_event
 from app.session.index import index_path
 from app.session.session import Session
 from app.session.view import ToolResultItem
@@ -204,3 +205,23 @@ async def test_a_corrupt_line_in_a_large_session_is_a_row_and_the_validation_nam
         flat.cursor = row
         await pilot.pause()
         assert screen.current_entry.seq == seq
+
+
+async def test_a_step_outside_any_turn_is_a_row_the_list_can_draw(large) -> None:
+    """The reducer makes nothing of a step no turn opened (the validation names it): the row the
+    type byte counts for it says so instead of breaking the list."""
+    lines = large.read_bytes().splitlines(keepends=True)
+    first_turn = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"turn/start"'))
+    seq = first_turn - 1
+    lines[first_turn] = encode_event(make_event("user/message", seq, 1, UserMessageData(id="u0", text="no turn")))
+    large.write_bytes(b"".join(lines))
+    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        screen.set_kinds(EVERYTHING)
+        await pilot.press("v", "home")
+        await pilot.pause()
+        flat = screen.query_one(TrajectoryList)
+        labels = [entry_label(flat.rows[row]).plain for row in range(8)]
+        assert labels[seq] == "User: no turn"
+        assert labels[seq + 2] == "✗ Unreadable line: not part of any turn the log opened"  # its step
+        await until(pilot, lambda: "corrupt" in title(screen))
