@@ -230,7 +230,9 @@ class TrajectoryScreen(Screen[None]):
 
     def _show_model(self, model: Trajectory) -> None:
         self.model = model
-        self._tree.model = self._list.model = self.model
+        self._tree.model = model
+        self._tree.words = ()
+        self._list.show_model(model)
         self._matches, self._query, self._match_note = [], "", ""
         self._tree.rebuild(self.kinds)
         self._list.rebuild(self.kinds)
@@ -408,6 +410,9 @@ class TrajectoryScreen(Screen[None]):
         if number != self._searches or model is not self.model:
             return
         self._matches = matches
+        words = tuple(query.split())
+        self._tree.highlight(words)
+        self._list.highlight(words)
         if jump:
             self.action_search_next(1)
         else:

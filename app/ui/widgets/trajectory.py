@@ -24,6 +24,7 @@ from app.ui.widgets.trajectory_model import (
     answer_label,
     context_names,
     entry_label,
+    highlighted,
     reasoning_label,
 )
 
@@ -66,6 +67,7 @@ class TrajectoryTree(Tree[NodeData]):
         self.kinds = kinds
         self._by_entry: dict[int, TreeNode[NodeData]] = {}
         self._by_group: dict[TurnGroup, TreeNode[NodeData]] = {}
+        self.words: tuple[str, ...] = ()  # the search's, marked in the labels
         self._loaded: set[int] = set()  # ids of nodes whose children are built
 
     # --- cheap labels ------------------------------------------------------------------------------
@@ -108,7 +110,7 @@ class TrajectoryTree(Tree[NodeData]):
         for turn_node in self.root.children[-1:]:
             # The open turn's label says how it ended, once it has.
             if isinstance(turn_node.data, Entry) and isinstance(turn_node.data.subject, Turn):
-                turn_node.set_label(entry_label(turn_node.data))
+                turn_node.set_label(highlighted(entry_label(turn_node.data), self.words))
 
     def _visible(self, entry: Entry) -> bool:
         return self.model.visible(entry, self.kinds)
@@ -120,8 +122,16 @@ class TrajectoryTree(Tree[NodeData]):
             else:
                 self._add(parent, thing)
 
+    def highlight(self, words: tuple[str, ...]) -> None:
+        """Mark the search's words in every label built, and in those built from now on."""
+        self.words = words
+        for node in self._by_entry.values():
+            if isinstance(node.data, Entry):
+                node.set_label(highlighted(entry_label(node.data), words))
+
     def _add(self, parent: TreeNode[NodeData], entry: Entry) -> TreeNode[NodeData]:
-        node = parent.add(entry_label(entry), data=entry, allow_expand=self._expands(entry))
+        label = highlighted(entry_label(entry), self.words)
+        node = parent.add(label, data=entry, allow_expand=self._expands(entry))
         self._by_entry[entry.seq] = node
         return node
 

@@ -23,7 +23,7 @@ from textual.strip import Strip
 
 from app.session.view import Step, Turn
 from app.ui.widgets.trajectory_index import IndexedRows, Trajectory
-from app.ui.widgets.trajectory_model import Entry, EntryRows, entry_label
+from app.ui.widgets.trajectory_model import Entry, EntryRows, entry_label, highlighted
 
 
 class TrajectoryList(ScrollView, can_focus=True):
@@ -59,6 +59,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         self._seq_width = 1
         self._strips: LRUCache[tuple[int, int, bool, bool, int, int], Strip] = LRUCache(1024)
         self._base: Style | None = None
+        self.words: tuple[str, ...] = ()  # the search's, marked in the rows
 
     # --- rows --------------------------------------------------------------------------------------
 
@@ -128,12 +129,25 @@ class TrajectoryList(ScrollView, can_focus=True):
             self._base = self.rich_style
         return self._base
 
+    def show_model(self, model: Trajectory) -> None:
+        """Another session (or the chat's replaced one): nothing drawn for the last one is kept."""
+        self.model = model
+        self.words = ()
+        self._strips.clear()
+
+    def highlight(self, words: tuple[str, ...]) -> None:
+        """Mark the search's words in the rows."""
+        if words != self.words:
+            self.words = words
+            self._strips.clear()
+            self.refresh()
+
     def _render_row(self, entry: Entry, at_cursor: bool, width: int) -> Strip:
         base = self._base_style
         text = Text.assemble(
             (f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
             "  " * _depth(entry),
-            entry_label(entry),
+            highlighted(entry_label(entry), self.words),
             no_wrap=True,
             end="",
         )

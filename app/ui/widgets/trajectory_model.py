@@ -465,6 +465,19 @@ def _request_label(entry: Entry, item: AssistantItem) -> Text:
     return label
 
 
+MATCH_STYLE = "bold black on yellow"
+
+
+def highlighted(label: Text, words: tuple[str, ...]) -> Text:
+    """`label` with every occurrence of the search's words marked (any case), as a pager marks
+    them; the label itself is left as it was."""
+    if not words:
+        return label
+    marked = label.copy()
+    marked.highlight_words(words, MATCH_STYLE, case_sensitive=False)
+    return marked
+
+
 def reasoning_label(item: AssistantItem) -> Text:
     return _styled(_("Reasoning:"), "italic dim", item.reasoning)
 
