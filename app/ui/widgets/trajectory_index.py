@@ -101,8 +101,6 @@ def _positions(types: bytearray, codes: bytes, start: int, stop: int) -> list[in
 class IndexedTrajectory:
     """The trajectory model of a session file (the interface of `TrajectoryModel`), built lazily."""
 
-    live = False
-
     def __init__(self, session: Session) -> None:
         self.session = session
         self._chain = session.chain

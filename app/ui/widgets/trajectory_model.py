@@ -163,12 +163,9 @@ class EntryRows(Sequence[Entry]):
 
 
 class TrajectoryModel:
-    """The entries of one session view, fed incrementally (`update`): the chat's live session.
-
-    A session file is read lazily instead (`IndexedTrajectory`, same interface: `rows`,
-    `top_level`, `find`, `nearest`, `search`, `by_seq`)."""
-
-    live = True
+    """The entries of one session view, fed incrementally (`update`): the chat's live session, and
+    each segment of a file's lazy trajectory (`IndexedTrajectory`, which has the same interface for
+    the tree, the list and the screen: `rows`, `top_level`, `find`, `nearest`, `search`, `by_seq`)."""
 
     def __init__(self, sequence: int | None = None) -> None:
         """`sequence`: the projection sequence in force before the first event this model sees."""
