@@ -8,11 +8,13 @@ its own rows. The tree and the flat list read the same entries; filters are sets
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union, overload
 
+from markdown_it import MarkdownIt
 from rich.text import Text
 
 from app.agent.notices import instructions_notice, tool_change_notice
@@ -445,6 +447,29 @@ def entry_label(entry: Entry) -> Text:
     return _styled(_("Request header ·"), "dim", f"{header.route} · {header.model} · {tools}")
 
 
+_INLINE_TEXT = ("text", "code_inline", "html_inline", "image")
+
+
+def plain_first_line(markdown: str) -> str:
+    """The first non-blank line of a model's Markdown answer as the reader sees it: emphasis, code
+    marks, heading and list marks and link targets dropped (a line that is no prose, such as a
+    fence, stays as it is)."""
+    line = next((line for line in markdown.splitlines() if line.strip()), "")
+    pieces = [
+        child.content
+        for token in _markdown().parse(line)
+        if token.type == "inline"
+        for child in token.children or ()
+        if child.type in _INLINE_TEXT
+    ]
+    return "".join(pieces) or line.strip()
+
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark")
+
+
 def _request_label(entry: Entry, item: AssistantItem) -> Text:
     index = entry.request.index if entry.request is not None else "?"
     label = _styled(_("Request {n}").format(n=index), "bold", "")
@@ -456,7 +481,7 @@ def _request_label(entry: Entry, item: AssistantItem) -> Text:
         label.append(ngettext("{n} tool call", "{n} tool calls", len(calls)).format(n=len(calls)))
     if item.text:
         label.append(" · ")
-        label.append(_clip(item.text))
+        label.append(_clip(plain_first_line(item.text)))
     if item.interrupted:
         label.append(" · " + _("interrupted"), style="yellow")
     return label
