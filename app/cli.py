@@ -695,7 +695,8 @@ def _view(options: argparse.Namespace, config: Config | None) -> int:
     if options.session is None:
         return run_viewer(None, list_sessions(), catalog)
     source = SessionFileSource.open(resolve_session(options.session))
-    warn_if_torn(source.session)
+    if source.session is not None:  # else opened by the viewer, after it has indexed the file
+        warn_if_torn(source.session)
     return run_viewer(source, catalog=catalog)
 
 

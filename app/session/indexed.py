@@ -428,13 +428,18 @@ class IndexedView:
             return cached
         start = self._turn_starts.nth(index)
         stop = len(self._chain) if last else self._turn_starts.nth(index + 1)
-        view = SessionView.seeded(self.header, self._state_at(start).seed(self._chain))
+        view = self.seeded(start)
         for event in self._chain.events(start, stop):
             view.apply(event)
         self._turn_cache[key] = view.turns[0]
         if len(self._turn_cache) > TURN_CACHE_SIZE:
             self._turn_cache.popitem(last=False)
         return view.turns[0]
+
+    def seeded(self, seq: int) -> SessionView:
+        """An empty view holding the fold state before `seq`: fold events `seq..` into it to get
+        their turns, items and requests exactly as a fold from seq 0 makes them."""
+        return SessionView.seeded(self.header, self._state_at(seq).seed(self._chain))
 
     def item(self, index: int) -> Item:
         item = item_of(self._chain.event(self._items.nth(index)))

@@ -1,9 +1,9 @@
-"""Where the trajectory viewer's session view comes from: the one place it reads a session.
+"""Where the trajectory viewer's session comes from: the one place it reads a session.
 
-`SessionFileSource` reads a log file through its line index (call `load`, then `validate`, in
-worker threads: the first folds every event, the second checks the whole log's invariants);
-`LiveSource` hands over the chat's own, already reduced view. A trajectory that reads rows lazily
-from the index, for million-event logs, changes only `SessionFileSource`.
+`SessionFileSource` reads a log file lazily through its line index (`trajectory`, in a worker
+thread: it indexes the file first, with progress, when its index is missing or stale; then
+`validate` checks the whole log's invariants in another); `LiveSource` hands over the chat's own,
+already reduced view.
 """
 
 from __future__ import annotations
@@ -11,23 +11,43 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from app.i18n import _
+from app.session.errors import SessionCorruptionError, SessionNotFoundError
+from app.session.outline import index_is_current, index_with_progress, validate_elsewhere
+from app.session.reader import parse_header_line
 from app.session.session import Session
 from app.session.view import SessionView
+from app.ui.widgets.trajectory_index import IndexedTrajectory
+
+CHECK_AT_ONCE = 20_000
+"""Events up to which a file is parsed whole and classified before it is shown (a corrupt line
+fails the opening, as a full fold would); beyond, both go on behind the trajectory."""
 
 
 class SessionFileSource:
     live = False
 
     def __init__(self, path: Path, session: Session | None = None) -> None:
-        """Nothing is read yet unless `session` is given: `load` reads it (in a worker thread)."""
+        """Nothing is read yet unless `session` is given: `trajectory` reads it (in a worker thread)."""
         self.path = path
         self.session = session
 
     @classmethod
     def open(cls, path: Path) -> SessionFileSource:
-        """Read the file and check its header now (raises `SessionError`); events are parsed by
-        `load`. The command line uses this so a bad file fails before the interface starts."""
-        return cls(path, Session.open(path))
+        """Check the file's header now (raises `SessionError`), so a bad file fails before the
+        interface starts; a file whose line index is current is opened too (that is quick). One
+        without is indexed by `trajectory`, where the screen shows how far the scan got."""
+        if index_is_current(path):
+            return cls(path, Session.open(path))
+        try:
+            with path.open("rb") as handle:
+                first_line = handle.readline()
+        except FileNotFoundError:
+            raise SessionNotFoundError(str(path)) from None
+        if not first_line:
+            raise SessionCorruptionError(path, 1, _("missing session header: the file is empty"))
+        parse_header_line(path, first_line.rstrip(b"\n"))
+        return cls(path)
 
     @property
     def session_id(self) -> str:
@@ -37,20 +57,30 @@ class SessionFileSource:
     def size(self) -> int:
         return self.path.stat().st_size
 
-    def load(self) -> SessionView:
-        """The session folded from its line index, each line strictly (slow on a large log: call it
-        in a worker thread); the validation of the whole log against its invariants is
-        `validate`'s, in another worker."""
+    def trajectory(self, progress: Callable[[int, int], None] | None = None) -> IndexedTrajectory:
+        """The session's trajectory, read lazily (call it in a worker thread): `progress(bytes,
+        size)` reports the index scan when there is one to do. A small session is checked and classified
+        here, a large one behind what the screen shows."""
         if self.session is None:
+            if progress is not None and not index_is_current(self.path):
+                index_with_progress(self.path, progress)
             self.session = Session.open(self.path)
-        return self.session.folded_view()
+        trajectory = IndexedTrajectory(self.session)
+        if trajectory.last_seq < CHECK_AT_ONCE:
+            trajectory.check()
+            trajectory.classify()
+        return trajectory
 
     def validate(self, progress: Callable[[int, int], None]) -> None:
         """Every line strictly and against the invariants (a worker thread); raises
-        `SessionCorruptionError` naming the file and line."""
+        `SessionCorruptionError` naming the file and line. A large session is validated by another
+        process (`validate_elsewhere`), so the interface keeps its interpreter and its memory."""
         if self.session is None:
             self.session = Session.open(self.path)
-        self.session.validate(progress)
+        if self.session.last_seq < CHECK_AT_ONCE or self.session.validated:
+            self.session.validate(progress)
+        else:
+            validate_elsewhere(self.path, progress)
 
 
 class LiveSource:

@@ -1,15 +1,17 @@
 """The Trajectory screen: a session as a lazy tree or a flat list, with filters, search, jumps and a
 detail pane; over the chat it follows the live session.
 
-The session is read in a worker thread (a loading line shows meanwhile); everything shown comes
-from the session view through `TrajectoryModel`. Keys are in `app.ui.keymap`; the Footer lists them.
+A file is read lazily from its line index in worker threads (a loading line shows meanwhile, with
+the index scan's progress when the file has no index yet; the title shows the classification,
+search and validation going on behind the trajectory); over the chat the live view is followed
+through `TrajectoryModel`. Keys are in `app.ui.keymap`; the Footer lists them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from bisect import bisect_right
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -39,7 +41,8 @@ from app.ui.trajectory_source import TrajectorySource
 from app.ui.widgets.trajectory import NodeData, TrajectoryTree, entry_of
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_model import KINDS, PRESETS, Entry, TrajectoryModel, preset_named, search_text
+from app.ui.widgets.trajectory_index import Trajectory, classification_matters
+from app.ui.widgets.trajectory_model import KINDS, PRESETS, Entry, TrajectoryModel, preset_named, step_from
 
 
 DETAIL_DELAY = 0.15
@@ -75,14 +78,17 @@ class TrajectoryScreen(Screen[None]):
     def __init__(self, source: TrajectorySource) -> None:
         super().__init__()
         self.source = source
-        self.model = TrajectoryModel()
+        self.model: Trajectory = TrajectoryModel()
         self.kinds = PRESETS[0].kinds
         self.flat = False
         self.loaded = False
-        self._matches: list[Entry] = []
+        self._matches: list[int] = []  # seqs
         self._query = ""
         self._match_note = ""
+        self._search_note = ""
+        self._classify_note = ""
         self._validation_note = ""
+        self._searches = 0  # the search under way is the latest while this is its number
         self._detail_timer: Timer | None = None
         self._tree = TrajectoryTree(self.model, self.kinds, id="trajectory-tree")
         self._list = TrajectoryList(self.model, self.kinds, id="trajectory-list")
@@ -118,26 +124,33 @@ class TrajectoryScreen(Screen[None]):
     async def _load(self) -> None:
         """Read the view and build its rows in a thread (a file), or at once (the chat's live view);
         a file is then validated in the background while it is browsed."""
+        source = self.source
         try:
-            if self.source.live:
-                model = self._model_of(self.source.load())
+            if source.live:
+                model: Trajectory = self._model_of(source.load())
             else:
-                model = await asyncio.to_thread(lambda: self._model_of(self.source.load()))
+                size = human_size(source.size)
+                model = await asyncio.to_thread(source.trajectory, self._reporter(self._show_indexing, size))
         except (SessionError, OSError) as error:
             self._failed(str(error))
             return
         self.loaded = True
         self.query_one("#viewer-loading").display = False
         self._show_model(model)
-        if self.source.live:
+        if source.live:
             self.app.session_advanced.subscribe(self, self._advanced)  # type: ignore[attr-defined]
-        else:
-            self._validate()
+            return
+        # Behind the first frame with rows, not before it: the threads share the interpreter.
+        self.call_after_refresh(self._start_background, model)
 
-    @work(group="trajectory-validate", exclusive=True, thread=True)
-    def _validate(self) -> None:
-        """Strict validation of every line goes on behind the trajectory; the title shows how far
-        it got, and a corruption it finds is said with its file and line, keeping what is shown."""
+    def _start_background(self, model: Trajectory) -> None:
+        if not model.classified:
+            self._classify(model)
+        self._validate()
+
+    def _reporter(self, show: Callable[..., None], *details: object) -> Callable[[int, int], None]:
+        """A progress callback for a worker thread: `show(percent, *details)` on the UI thread, once
+        per percent."""
         last = -1
 
         def progress(done: int, total: int) -> None:
@@ -145,14 +158,48 @@ class TrajectoryScreen(Screen[None]):
             percent = done * 100 // total if total else 100
             if percent != last:
                 last = percent
-                self.app.call_from_thread(self._show_validation, _("validating {percent}%").format(percent=percent))
+                self.app.call_from_thread(show, percent, *details)
 
+        return progress
+
+    def _show_indexing(self, percent: int, size: str) -> None:
+        self.query_one("#viewer-loading", Static).update(
+            _("Indexing the session ({size}): {percent}%").format(size=size, percent=percent), layout=False
+        )
+
+    @work(group="trajectory-classify", exclusive=True, thread=True)
+    def _classify(self, model: Trajectory) -> None:
+        """The failed tool results and the new projection sequences, found behind the trajectory
+        (a type code does not tell them); the filters that need them are applied again after."""
         try:
-            self.source.validate(progress)
+            model.classify_elsewhere(self._reporter(self._show_classifying))
+        except (SessionError, OSError):
+            pass  # the file changed or went away: the validation behind it says so
+        self.app.call_from_thread(self._classified, model)
+
+    def _show_classifying(self, percent: int) -> None:
+        self._classify_note = _("finding errors and sequences {percent}%").format(percent=percent)
+        self._show_title()
+
+    def _classified(self, model: Trajectory) -> None:
+        self._classify_note = ""
+        if model is self.model and classification_matters(self.kinds):
+            self.set_kinds(self.kinds)
+        self._show_title()
+
+    @work(group="trajectory-validate", exclusive=True, thread=True)
+    def _validate(self) -> None:
+        """Strict validation of every line goes on behind the trajectory; the title shows how far
+        it got, and a corruption it finds is said with its file and line, keeping what is shown."""
+        try:
+            self.source.validate(self._reporter(self._show_validating))
         except (SessionError, OSError) as error:
             self.app.call_from_thread(self._invalid, str(error))
             return
         self.app.call_from_thread(self._show_validation, "")
+
+    def _show_validating(self, percent: int) -> None:
+        self._show_validation(_("validating {percent}%").format(percent=percent))
 
     def _show_validation(self, note: str) -> None:
         self._validation_note = note
@@ -181,9 +228,11 @@ class TrajectoryScreen(Screen[None]):
         """Everything from scratch: a session the chat replaced."""
         self._show_model(self._model_of(view))
 
-    def _show_model(self, model: TrajectoryModel) -> None:
+    def _show_model(self, model: Trajectory) -> None:
         self.model = model
-        self._tree.model = self._list.model = self.model
+        self._tree.model = model
+        self._tree.words = ()
+        self._list.show_model(model)
         self._matches, self._query, self._match_note = [], "", ""
         self._tree.rebuild(self.kinds)
         self._list.rebuild(self.kinds)
@@ -192,10 +241,11 @@ class TrajectoryScreen(Screen[None]):
 
     def _advanced(self, event: Envelope | None) -> None:
         view = self.source.load()
-        if event is None or view is None or view is not self.model.view:
+        model = self.model
+        if event is None or view is None or not isinstance(model, TrajectoryModel) or view is not model.view:
             self._show_view(view)
             return
-        new = self.model.update(view)
+        new = model.update(view)
         self._tree.add_entries(new)
         self._list.add_entries(new)
         self._show_title()
@@ -215,8 +265,7 @@ class TrajectoryScreen(Screen[None]):
     def _show_title(self) -> None:
         preset = preset_named(self.kinds)
         filter_name = _(preset.name) if preset is not None else _("custom")
-        view = self.model.view
-        events = view.last_seq + 1 if view is not None else 0
+        events = self.model.last_seq + 1
         parts = [
             _("Trajectory {session}").format(session=printable_line(self.source.session_id)),
             ngettext("{n} event", "{n} events", events).format(n=events),
@@ -225,9 +274,13 @@ class TrajectoryScreen(Screen[None]):
         ]
         if self._match_note:
             parts.append(self._match_note)
+        for note in (self._search_note, self._classify_note):
+            if note:
+                parts.append(note)
         if self._validation_note:
             parts.append(self._validation_note)
-        self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)))
+        # One line of a fixed height: no layout (progress notes change it a few times a second).
+        self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)), layout=False)
 
     @property
     def current_entry(self) -> Entry | None:
@@ -310,23 +363,13 @@ class TrajectoryScreen(Screen[None]):
         self._tree.rebuild(kinds)
         self._list.rebuild(kinds)
         if entry is not None and not self.go_to(entry):
-            nearest = self._nearest_shown(entry.seq)
+            nearest = self.model.nearest(entry.seq, kinds)
             if nearest is not None:
                 self.go_to(nearest)
         if self._query:
             self._search(self._query)
         self._show_detail(self.current_entry)
         self._show_title()
-
-    def _nearest_shown(self, seq: int) -> Entry | None:
-        """The first event the filter shows at or after `seq`, else the last one before it."""
-        entries = self.model.entries
-        start = bisect_right(entries, seq - 1, key=lambda entry: entry.seq)
-        for index in [*range(start, len(entries)), *range(start - 1, -1, -1)]:
-            entry = entries[index]
-            if not entry.is_structure and entry.shown(self.kinds):
-                return entry
-        return None
 
     def action_search(self) -> None:
         search = self.query_one("#viewer-search", Input)
@@ -343,62 +386,73 @@ class TrajectoryScreen(Screen[None]):
     @work(group="trajectory-search", exclusive=True)
     async def _search(self, query: str, *, jump: bool = False) -> None:
         """Find every shown event whose text has all the words, in a thread (a large session's
-        text takes a while to scan), then go to the first hit after the cursor."""
+        text takes a while to scan; the title shows how far it got), then go to the first hit after
+        the cursor. A search started since makes this one stop."""
         self._query = query
-        entries, kinds = list(self.model.entries), self.kinds
-        self._matches = await asyncio.to_thread(_matching, entries, kinds, query)
+        self._searches += 1
+        number, model, kinds = self._searches, self.model, self.kinds
+        report = self._reporter(self._show_searching)
+
+        def progress(done: int, total: int) -> None:
+            if number != self._searches:
+                raise _Superseded
+            report(done, total)
+
+        try:
+            matches = await asyncio.to_thread(model.search, query, kinds, progress)
+        except _Superseded:
+            return
+        except (SessionError, OSError) as error:
+            self._search_note = ""
+            self.notify(printable_line(str(error)), title=_("The search stopped"), severity="error", markup=False)
+            return
+        self._search_note = ""
+        if number != self._searches or model is not self.model:
+            return
+        self._matches = matches
+        words = tuple(query.split())
+        self._tree.highlight(words)
+        self._list.highlight(words)
         if jump:
             self.action_search_next(1)
+        else:
+            self._show_title()
+
+    def _show_searching(self, percent: int) -> None:
+        self._search_note = _("searching {percent}%").format(percent=percent)
+        self._show_title()
 
     def action_search_next(self, direction: int) -> None:
         if not self._query:
             self.action_search()
             return
-        target = self._step_from_cursor(self._matches, direction)
+        target = step_from(self._matches, self._cursor_seq, direction, wrap=True)
         count = len(self._matches)
-        if target is None:
+        entry = self.model.by_seq.get(target) if target is not None else None
+        if entry is None:
             self._match_note = _("no match for “{query}”").format(query=printable_line(self._query))
         else:
-            self.go_to(target)
+            self.go_to(entry)
             self._match_note = ngettext(
                 "match {index} of {count} for “{query}”", "match {index} of {count} for “{query}”", count
-            ).format(index=self._matches.index(target) + 1, count=count, query=printable_line(self._query))
+            ).format(index=bisect_left(self._matches, target) + 1, count=count, query=printable_line(self._query))
         self._show_title()
 
     def action_jump(self, kind: str, direction: int) -> None:
-        candidates = [entry for entry in self.model.entries if kind in entry.kinds and entry.shown(self.kinds)]
-        target = self._step_from_cursor(candidates, direction, wrap=False)
+        target = self.model.find(kind, self._cursor_seq, direction, self.kinds)
         if target is None:
             self.notify(_("Nothing further in that direction with this filter."), timeout=3)
             return
         self.go_to(target)
 
-    def _step_from_cursor(self, entries: list[Entry], direction: int, *, wrap: bool = True) -> Entry | None:
-        """The first of `entries` (in log order) after the cursor, or before it going back."""
-        if not entries:
-            return None
+    @property
+    def _cursor_seq(self) -> int:
         current = self.current_entry
-        seq = current.seq if current is not None else -1
-        index = bisect_right(entries, seq, key=lambda entry: entry.seq)
-        if direction > 0:
-            if index < len(entries):
-                return entries[index]
-            return entries[0] if wrap else None
-        index -= 1 if index and entries[index - 1].seq == seq else 0
-        if index > 0:
-            return entries[index - 1]
-        return entries[-1] if wrap else None
+        return current.seq if current is not None else -1
 
 
-def _matching(entries: list[Entry], kinds: frozenset[str], query: str) -> list[Entry]:
-    words = query.lower().split()
-    if not words:
-        return []
-    return [
-        entry
-        for entry in entries
-        if entry.shown(kinds) and all(word in search_text(entry).lower() for word in words)
-    ]
+class _Superseded(Exception):
+    """A newer search has started: the older one stops where it is."""
 
 
 class KindsScreen(ClosableModal[frozenset[str]]):

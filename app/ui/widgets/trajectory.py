@@ -2,8 +2,9 @@
 their results, errors, retries, compactions and sequence boundaries.
 
 Only the top level is built up front; a node's children are built when it is first expanded (or when
-a search or a jump needs a node inside it). Labels are single-line `Text` made from the session
-view, so measuring one is a `cell_len`, not a render.
+a search or a jump needs a node inside it). A session of many turns groups them ("Turns 1–100",
+groups of ten groups above that, at most 100 at the top). Labels are single-line `Text` made from
+the session view, so measuring one is a `cell_len`, not a render.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from app.i18n import _
 from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, Turn
+from app.ui.widgets.trajectory_index import GROUP_SPAN, IndexedTrajectory, Trajectory
 from app.ui.widgets.trajectory_model import (
     Entry,
-    TrajectoryModel,
+    TurnGroup,
     answer_label,
     context_names,
     entry_label,
+    highlighted,
     reasoning_label,
 )
 
@@ -34,13 +38,19 @@ class Part:
     label: Text
 
 
-NodeData = Entry | Part
+NodeData = Entry | Part | TurnGroup
 EXPANDER_WIDTH = 2
 """`Tree.ICON_NODE` ("▶ ") before the label of a node that expands."""
 
 
 def entry_of(data: NodeData | None) -> Entry | None:
-    return data.entry if isinstance(data, Part) else data
+    if isinstance(data, Part):
+        return data.entry
+    return data if isinstance(data, Entry) else None
+
+
+def group_label(group: TurnGroup) -> Text:
+    return Text(_("Turns {first}–{last}").format(first=group.first + 1, last=group.stop), style="bold dim")
 
 
 class TrajectoryTree(Tree[NodeData]):
@@ -48,7 +58,7 @@ class TrajectoryTree(Tree[NodeData]):
     TrajectoryTree { background: $surface; }
     """
 
-    def __init__(self, model: TrajectoryModel, kinds: frozenset[str], *, id: str | None = None) -> None:
+    def __init__(self, model: Trajectory, kinds: frozenset[str], *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.show_root = False
         self.guide_depth = 3
@@ -56,6 +66,8 @@ class TrajectoryTree(Tree[NodeData]):
         self.model = model
         self.kinds = kinds
         self._by_entry: dict[int, TreeNode[NodeData]] = {}
+        self._by_group: dict[TurnGroup, TreeNode[NodeData]] = {}
+        self.words: tuple[str, ...] = ()  # the search's, marked in the labels
         self._loaded: set[int] = set()  # ids of nodes whose children are built
 
     # --- cheap labels ------------------------------------------------------------------------------
@@ -74,11 +86,10 @@ class TrajectoryTree(Tree[NodeData]):
             self.kinds = kinds
         self.clear()
         self._by_entry.clear()
+        self._by_group.clear()
         self._loaded.clear()
         self._loaded.add(self.root.id)
-        for entry in self.model.entries:
-            if self._is_top_level(entry) and self._visible(entry):
-                self._add(self.root, entry)
+        self._add_all(self.root, self.model.top_level(self.kinds))
         if self.root.children:
             self.move_cursor(self.root.children[0])
 
@@ -99,25 +110,28 @@ class TrajectoryTree(Tree[NodeData]):
         for turn_node in self.root.children[-1:]:
             # The open turn's label says how it ended, once it has.
             if isinstance(turn_node.data, Entry) and isinstance(turn_node.data.subject, Turn):
-                turn_node.set_label(entry_label(turn_node.data))
-
-    def _is_top_level(self, entry: Entry) -> bool:
-        return isinstance(entry.subject, Turn) or (entry.turn is None and not entry.is_structure)
+                turn_node.set_label(highlighted(entry_label(turn_node.data), self.words))
 
     def _visible(self, entry: Entry) -> bool:
-        """A turn or step when something in it is shown; anything else by its kinds."""
-        subject = entry.subject
-        by_seq = self.model.by_seq
-        if isinstance(subject, Turn):
-            return any(by_seq[item.seq].shown(self.kinds) for item in subject.items) or any(
-                self._visible(by_seq[step.seq]) for step in subject.steps
-            )
-        if isinstance(subject, Step):
-            return any(by_seq[item.seq].shown(self.kinds) for item in subject.items)
-        return entry.shown(self.kinds)
+        return self.model.visible(entry, self.kinds)
+
+    def _add_all(self, parent: TreeNode[NodeData], things: list[Entry | TurnGroup]) -> None:
+        for thing in things:
+            if isinstance(thing, TurnGroup):
+                self._by_group[thing] = parent.add(group_label(thing), data=thing, allow_expand=True)
+            else:
+                self._add(parent, thing)
+
+    def highlight(self, words: tuple[str, ...]) -> None:
+        """Mark the search's words in every label built, and in those built from now on."""
+        self.words = words
+        for node in self._by_entry.values():
+            if isinstance(node.data, Entry):
+                node.set_label(highlighted(entry_label(node.data), words))
 
     def _add(self, parent: TreeNode[NodeData], entry: Entry) -> TreeNode[NodeData]:
-        node = parent.add(entry_label(entry), data=entry, allow_expand=self._expands(entry))
+        label = highlighted(entry_label(entry), self.words)
+        node = parent.add(label, data=entry, allow_expand=self._expands(entry))
         self._by_entry[entry.seq] = node
         return node
 
@@ -143,6 +157,9 @@ class TrajectoryTree(Tree[NodeData]):
             return
         self._loaded.add(node.id)
         entry = node.data
+        if isinstance(entry, TurnGroup):
+            self._add_all(node, self.model.group_children(entry, self.kinds))
+            return
         if not isinstance(entry, Entry):
             return
         subject = entry.subject
@@ -192,7 +209,13 @@ class TrajectoryTree(Tree[NodeData]):
 
     def _under_its_call(self, entry: Entry) -> bool:
         call = self.model.call_of(entry)
-        return call is not None and call.step is entry.step and call.shown(self.kinds)
+        return (
+            call is not None
+            and call.step is not None
+            and entry.step is not None
+            and call.step.seq == entry.step.seq
+            and call.shown(self.kinds)
+        )
 
     # --- finding -----------------------------------------------------------------------------------
 
@@ -227,12 +250,35 @@ class TrajectoryTree(Tree[NodeData]):
             return node
         parent_entry = self._parent_entry(entry)
         if parent_entry is None:
-            return None
+            group = self._group_node(entry)
+            if group is None:
+                return None
+            self.load(group)
+            return self._by_entry.get(entry.seq)
         parent = self.node_for(parent_entry)
         if parent is None:
             return None
         self.load(parent)
         return self._by_entry.get(entry.seq)
+
+    def _group_node(self, entry: Entry) -> TreeNode[NodeData] | None:
+        """The group node a top-level `entry` goes under (built, with the groups above it), or None
+        when the turns are not grouped or the filter hides the group."""
+        model = self.model
+        if not isinstance(model, IndexedTrajectory) or model.top_span is None:
+            return None
+        turn = model.segment_number(entry.seq) - 1
+        if turn < 0:
+            return None
+        span = model.top_span
+        node: TreeNode[NodeData] | None = None
+        while span >= GROUP_SPAN:
+            node = self._by_group.get(model.group_of(turn, span))
+            if node is None:
+                return None
+            self.load(node)
+            span //= 10
+        return node
 
     def reveal(self, entry: Entry) -> bool:
         """Expand the way to `entry` and put the cursor on it; False when the filter hides it."""

@@ -1,12 +1,12 @@
 """The trajectory as a flat list: one row per event, virtualized with the line API.
 
-Only the rows on screen are ever rendered (`render_line`, as Textual's `Log` does), so a session
-of any length costs one `Entry` reference per shown row and the same few lines of drawing per key.
+Only the rows on screen are ever rendered (`render_line`, as Textual's `Log` does), and the rows
+come from the model (`rows(kinds)`): a file's are found in its line index and built as they are
+drawn, so a session of any length costs the same few rows of work per key.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,7 +22,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.session.view import Step, Turn
-from app.ui.widgets.trajectory_model import Entry, TrajectoryModel, entry_label
+from app.ui.widgets.trajectory_index import IndexedRows, Trajectory
+from app.ui.widgets.trajectory_model import Entry, EntryRows, entry_label, highlighted
 
 
 class TrajectoryList(ScrollView, can_focus=True):
@@ -50,38 +51,38 @@ class TrajectoryList(ScrollView, can_focus=True):
     class Highlighted(Message):
         entry: Entry
 
-    def __init__(self, model: TrajectoryModel, kinds: frozenset[str], *, id: str | None = None) -> None:
+    def __init__(self, model: Trajectory, kinds: frozenset[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model = model
         self.kinds = kinds
-        self.rows: list[Entry] = []
+        self.rows: EntryRows | IndexedRows = EntryRows([])
         self._seq_width = 1
-        self._strips: LRUCache[tuple[int, bool, bool, int], Strip] = LRUCache(1024)
-        """Rendered rows: scrolling by one row renders one new row, not a screenful."""
+        self._strips: LRUCache[tuple[int, int, bool, bool, int, int], Strip] = LRUCache(1024)
         self._base: Style | None = None
+        self.words: tuple[str, ...] = ()  # the search's, marked in the rows
 
     # --- rows --------------------------------------------------------------------------------------
 
     def rebuild(self, kinds: frozenset[str] | None = None) -> None:
         if kinds is not None:
             self.kinds = kinds
-        self.rows = [entry for entry in self.model.entries if entry.shown(self.kinds)]
+        self.rows = self.model.rows(self.kinds)
         self._resized()
         self.set_reactive(TrajectoryList.cursor, min(self.cursor, max(len(self.rows) - 1, 0)))
         self.refresh()
 
     def add_entries(self, entries: list[Entry]) -> None:
         shown = [entry for entry in entries if entry.shown(self.kinds)]
-        if shown:
+        if shown and isinstance(self.rows, EntryRows):
             at_end = self.is_vertical_scroll_end
-            self.rows += shown
+            self.rows.extend(shown)
             self._resized()
             if at_end:
                 self.scroll_end(animate=False, immediate=True)
             self.refresh()
 
     def _resized(self) -> None:
-        last = self.model.entries[-1].seq if self.model.entries else 0
+        last = max(self.model.last_seq, 0)
         if len(str(last)) != self._seq_width:
             self._seq_width = len(str(last))
             self._strips.clear()
@@ -93,9 +94,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
     def index_of(self, entry: Entry) -> int | None:
-        """The row of `entry` (rows are in log order, so a bisection finds it)."""
-        index = bisect_left(self.rows, entry.seq, key=lambda row: row.seq)
-        return index if index < len(self.rows) and self.rows[index] is entry else None
+        return self.rows.position(entry.seq)
 
     def move_to(self, entry: Entry) -> bool:
         index = self.index_of(entry)
@@ -114,12 +113,14 @@ class TrajectoryList(ScrollView, can_focus=True):
         if index >= len(self.rows):
             return Strip.blank(width, base)
         entry = self.rows[index]
-        key = (entry.seq, index == self.cursor, self.has_focus, width)
+        # Kept as drawn, at its row: a scroll by one row draws one new row, not a screenful.
+        key = (entry.seq, index, index == self.cursor, self.has_focus, width, scroll_x)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_row(entry, index == self.cursor, width)
+            row = self._render_row(entry, index == self.cursor, width)
+            strip = row.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
             self._strips[key] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+        return strip
 
     @property
     def _base_style(self) -> Style:
@@ -128,12 +129,25 @@ class TrajectoryList(ScrollView, can_focus=True):
             self._base = self.rich_style
         return self._base
 
+    def show_model(self, model: Trajectory) -> None:
+        """Another session (or the chat's replaced one): nothing drawn for the last one is kept."""
+        self.model = model
+        self.words = ()
+        self._strips.clear()
+
+    def highlight(self, words: tuple[str, ...]) -> None:
+        """Mark the search's words in the rows."""
+        if words != self.words:
+            self.words = words
+            self._strips.clear()
+            self.refresh()
+
     def _render_row(self, entry: Entry, at_cursor: bool, width: int) -> Strip:
         base = self._base_style
         text = Text.assemble(
             (f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
             "  " * _depth(entry),
-            entry_label(entry),
+            highlighted(entry_label(entry), self.words),
             no_wrap=True,
             end="",
         )
@@ -150,6 +164,22 @@ class TrajectoryList(ScrollView, can_focus=True):
         entry = self.cursor_entry
         if entry is not None:
             self.post_message(self.Highlighted(entry))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """The scrollbar is repainted only when its thumb moves: in a long list it moves one
+        eighth of a cell per many rows, and repainting it costs as much as the rows."""
+        height = self.scrollable_content_region.height * 8
+        rows = max(self.virtual_size.height, 1)
+        if int(old_value * height / rows) != int(new_value * height / rows):
+            self.vertical_scrollbar.position = new_value
+        if round(old_value) != round(new_value):
+            self._refresh_scroll()
+
+    def _refresh_scroll(self) -> None:
+        """A scroll repaints this widget alone. Textual's default has the screen reflow and repaint
+        every widget on it, which a held arrow key at the bottom of the list does once per row; the
+        list has no children to move, and its lines are drawn from the offset."""
+        self.refresh()
 
     def _refresh_row(self, index: int) -> None:
         self.refresh(Region(0, index - self.scroll_offset.y, self.size.width, 1))

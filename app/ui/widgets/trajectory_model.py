@@ -8,9 +8,13 @@ its own rows. The tree and the flat list read the same entries; filters are sets
 
 from __future__ import annotations
 
+import functools
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, overload
 
+from markdown_it import MarkdownIt
 from rich.text import Text
 
 from app.agent.notices import instructions_notice, tool_change_notice
@@ -79,7 +83,17 @@ def preset_named(kinds: frozenset[str]) -> Preset | None:
 
 # --- entries -------------------------------------------------------------------------------------
 
-Subject = Union[Turn, Step, Item]
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """An event line of a large session file that does not parse, met while browsing: shown as a
+    row of its own (the validation behind the trajectory names it too), so nothing else is lost."""
+
+    seq: int
+    reason: str
+
+
+Subject = Union[Turn, Step, Item, Unreadable]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +127,50 @@ _RETRY = frozenset({"retry"})
 _COMPACTION = frozenset({"compaction"})
 _SEQUENCE = frozenset({"sequence"})
 _HEADER = frozenset({"header"})
+_ERROR = frozenset({"error"})
+
+
+@dataclass(frozen=True, slots=True)
+class TurnGroup:
+    """A node of the tree of a session with very many turns: turns `first..stop-1` (0-based),
+    in groups of `span // 10` when `span` is more than the smallest group."""
+
+    first: int
+    stop: int
+    span: int
+
+
+class EntryRows(Sequence[Entry]):
+    """The rows a filter shows, in log order, with the row of an event found by its seq."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        return self._entries[index]
+
+    def position(self, seq: int) -> int | None:
+        index = bisect_left(self._entries, seq, key=lambda entry: entry.seq)
+        return index if index < len(self._entries) and self._entries[index].seq == seq else None
+
+    def extend(self, entries: list[Entry]) -> None:
+        self._entries += entries
 
 
 class TrajectoryModel:
-    """The entries of one session view, fed incrementally (`update`)."""
+    """The entries of one session view, fed incrementally (`update`): the chat's live session, and
+    each segment of a file's lazy trajectory (`IndexedTrajectory`, which has the same interface for
+    the tree, the list and the screen: `rows`, `top_level`, `find`, `nearest`, `search`, `by_seq`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sequence: int | None = None) -> None:
+        """`sequence`: the projection sequence in force before the first event this model sees."""
         self.entries: list[Entry] = []
         self.by_seq: dict[int, Entry] = {}
         self.view: SessionView | None = None
@@ -127,7 +179,7 @@ class TrajectoryModel:
         self._steps_seen = 0  # of the last turn seen
         self._requests: dict[int, ModelRequest] = {}
         self._requests_seen = 0
-        self._sequence: int | None = None
+        self._sequence = sequence
         self._calls: dict[str, int] = {}  # call id → seq of its tool/call entry
         self._turn_at = 0  # the turn (index) the last item was placed in or after
         self._step_at = 0  # the step (index) within it
@@ -195,7 +247,7 @@ class TrajectoryModel:
             return _COMPACTION
         assert isinstance(item, HeaderItem)
         sequence, self._sequence = self._sequence, item.header.sequence
-        return _SEQUENCE if sequence is not None and sequence != item.header.sequence else _HEADER
+        return _SEQUENCE if sequence_boundary(sequence, item.header.sequence) else _HEADER
 
     def _place(self, view: SessionView, seq: int) -> tuple[Turn | None, Step | None]:
         """The turn and step holding the item at `seq`: a cursor that only moves forward, since
@@ -214,6 +266,66 @@ class TrajectoryModel:
             return turn, None
         return turn, steps[self._step_at]
 
+    # --- what the tree, the list and the screen ask ----------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        return self.view.last_seq if self.view is not None else -1
+
+    def rows(self, kinds: frozenset[str]) -> EntryRows:
+        return EntryRows([entry for entry in self.entries if entry.shown(kinds)])
+
+    def top_level(self, kinds: frozenset[str]) -> list[Entry | TurnGroup]:
+        return [entry for entry in self.entries if is_top_level(entry) and self.visible(entry, kinds)]
+
+    def group_children(self, group: TurnGroup, kinds: frozenset[str]) -> list[Entry | TurnGroup]:
+        return []  # never grouped: a live session's turns are all built anyway
+
+    def visible(self, entry: Entry, kinds: frozenset[str]) -> bool:
+        """A turn or step when something in it is shown; anything else by its kinds."""
+        subject = entry.subject
+        by_seq = self.by_seq
+        if isinstance(subject, Turn):
+            return any(by_seq[item.seq].shown(kinds) for item in subject.items) or any(
+                self.visible(by_seq[step.seq], kinds) for step in subject.steps
+            )
+        if isinstance(subject, Step):
+            return any(by_seq[item.seq].shown(kinds) for item in subject.items)
+        return entry.shown(kinds)
+
+    def find(self, kind: str, seq: int, direction: int, kinds: frozenset[str]) -> Entry | None:
+        """The next (or previous) shown event of `kind` after (before) `seq`."""
+        candidates = [entry for entry in self.entries if kind in entry.kinds and entry.shown(kinds)]
+        return step_from(candidates, seq, direction, wrap=False, key=lambda entry: entry.seq)
+
+    def nearest(self, seq: int, kinds: frozenset[str]) -> Entry | None:
+        """The first event the filter shows at or after `seq`, else the last one before it."""
+        entries = self.entries
+        start = bisect_right(entries, seq - 1, key=lambda entry: entry.seq)
+        for index in [*range(start, len(entries)), *range(start - 1, -1, -1)]:
+            entry = entries[index]
+            if not entry.is_structure and entry.shown(kinds):
+                return entry
+        return None
+
+    def search(
+        self, query: str, kinds: frozenset[str], progress: Callable[[int, int], None] | None = None
+    ) -> list[int]:
+        """The seqs of every shown event whose text has all the words of `query`."""
+        words = query.lower().split()
+        if not words:
+            return []
+        return [
+            entry.seq
+            for entry in list(self.entries)
+            if entry.shown(kinds) and all(word in search_text(entry).lower() for word in words)
+        ]
+
+    def add_unreadable(self, seq: int, reason: str) -> None:
+        entry = Entry(seq, _ERROR, Unreadable(seq, reason), None, None)
+        self.by_seq[seq] = entry
+        self.entries.insert(bisect_left(self.entries, seq, key=lambda known: known.seq), entry)
+
     def call_of(self, entry: Entry) -> Entry | None:
         """The tool call a result answers (results are shown under their call in the tree)."""
         subject = entry.subject
@@ -230,6 +342,32 @@ class TrajectoryModel:
             if isinstance(item, ToolResultItem) and item.call_id == subject.call_id:
                 return self.by_seq.get(item.seq)
         return None
+
+
+def sequence_boundary(previous: int | None, sequence: int) -> bool:
+    """Whether a request header of projection `sequence` starts a new one (a row of its own)."""
+    return previous is not None and previous != sequence
+
+
+def is_top_level(entry: Entry) -> bool:
+    return isinstance(entry.subject, Turn) or (entry.turn is None and not entry.is_structure)
+
+
+def step_from(
+    things: Sequence[Any], seq: int, direction: int, *, wrap: bool, key: Callable[[Any], int] = lambda seq: seq
+) -> Any:
+    """The first of `things` (in log order) after `seq`, or the last before it going back."""
+    if not things:
+        return None
+    index = bisect_right(things, seq, key=key)
+    if direction > 0:
+        if index < len(things):
+            return things[index]
+        return things[0] if wrap else None
+    index -= 1 if index and key(things[index - 1]) == seq else 0
+    if index > 0:
+        return things[index - 1]
+    return things[-1] if wrap else None
 
 
 def _within(span: Turn | Step, seq: int) -> bool:
@@ -297,6 +435,8 @@ def entry_label(entry: Entry) -> Text:
         )
     if isinstance(subject, SummaryItem):
         return _styled(_("Compaction (sequence {n}):").format(n=subject.sequence), "bold blue", subject.summary)
+    if isinstance(subject, Unreadable):
+        return _styled(_("✗ Unreadable line:"), "bold red", subject.reason)
     assert isinstance(subject, HeaderItem)
     header = subject.header
     tools = ngettext("{n} tool", "{n} tools", len(header.tools)).format(n=len(header.tools))
@@ -305,6 +445,29 @@ def entry_label(entry: Entry) -> Text:
             _("═ New projection sequence {n} ·").format(n=header.sequence), "bold blue", f"{header.route} · {tools}"
         )
     return _styled(_("Request header ·"), "dim", f"{header.route} · {header.model} · {tools}")
+
+
+_INLINE_TEXT = ("text", "code_inline", "html_inline", "image")
+
+
+def plain_first_line(markdown: str) -> str:
+    """The first non-blank line of a model's Markdown answer as the reader sees it: emphasis, code
+    marks, heading and list marks and link targets dropped (a line that is no prose, such as a
+    fence, stays as it is)."""
+    line = next((line for line in markdown.splitlines() if line.strip()), "")
+    pieces = [
+        child.content
+        for token in _markdown().parse(line)
+        if token.type == "inline"
+        for child in token.children or ()
+        if child.type in _INLINE_TEXT
+    ]
+    return "".join(pieces) or line.strip()
+
+
+@functools.cache
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark")
 
 
 def _request_label(entry: Entry, item: AssistantItem) -> Text:
@@ -318,10 +481,23 @@ def _request_label(entry: Entry, item: AssistantItem) -> Text:
         label.append(ngettext("{n} tool call", "{n} tool calls", len(calls)).format(n=len(calls)))
     if item.text:
         label.append(" · ")
-        label.append(_clip(item.text))
+        label.append(_clip(plain_first_line(item.text)))
     if item.interrupted:
         label.append(" · " + _("interrupted"), style="yellow")
     return label
+
+
+MATCH_STYLE = "bold black on yellow"
+
+
+def highlighted(label: Text, words: tuple[str, ...]) -> Text:
+    """`label` with every occurrence of the search's words marked (any case), as a pager marks
+    them; the label itself is left as it was."""
+    if not words:
+        return label
+    marked = label.copy()
+    marked.highlight_words(words, MATCH_STYLE, case_sensitive=False)
+    return marked
 
 
 def reasoning_label(item: AssistantItem) -> Text:
@@ -413,6 +589,8 @@ def detail_json(entry: Entry) -> str:
             "seq": subject.seq,
             "end_seq": subject.end_seq,
         }
+    elif isinstance(subject, Unreadable):
+        value = {"kind": "unreadable", "seq": subject.seq, "reason": subject.reason}
     else:
         value = item_json(subject)
         if entry.request is not None:

@@ -29,7 +29,7 @@ from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.trajectory import Part, TrajectoryTree
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_model import PRESETS, entry_label
+from app.ui.widgets.trajectory_model import MATCH_STYLE, PRESETS, entry_label
 from benchmarks.sessions import write_large_session
 from tests.functional.test_export import HOSTILE, crafted_log
 from tests.functional.test_inspect import write_session
@@ -154,6 +154,32 @@ async def test_a_tool_result_hit_opens_its_call(session) -> None:
         assert isinstance(hit, ToolResultItem) and hit.content == "swapped"
         tree = screen.query_one(TrajectoryTree)
         assert isinstance(tree.cursor_node.parent.data.subject, ToolCallItem)
+
+
+def marked_words(label) -> list[str]:
+    """The words a search marked in a label."""
+    return [label.plain[span.start : span.end] for span in label.spans if span.style == MATCH_STYLE]
+
+
+async def test_the_search_words_are_marked_in_the_tree_and_the_list(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await search(pilot, "NOPE")
+        tree = screen.query_one(TrajectoryTree)
+        labels = [line.node.label for line in tree._tree_lines]
+        shown = [marked_words(label) for label in labels if "nope" in label.plain]
+        assert shown and all(words == ["nope"] for words in shown)
+        assert not any(marked_words(label) for label in labels if "nope" not in label.plain)
+        await pilot.press("v", "home")
+        await pilot.pause()
+        flat = screen.query_one(TrajectoryList)
+        row = next(index for index, entry in enumerate(flat.rows) if "nope" in entry_label(entry).plain)
+        assert row != flat.cursor
+        strip = flat.render_line(row - flat.scroll_offset.y)
+        assert [segment.text for segment in strip if segment.style and segment.style.bgcolor and segment.style.bgcolor.name == "yellow"] == ["nope"]
+        await pilot.press("v", "slash", *["backspace"] * 4, "enter")  # an empty search
+        await pilot.app.workers.wait_for_complete()
+        assert not any(marked_words(line.node.label) for line in tree._tree_lines)
 
 
 # --- filters and jumps ---------------------------------------------------------------------------
