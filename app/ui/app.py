@@ -111,7 +111,7 @@ class ToolscopeApp(App[None]):
     async def _resume_then_start_tools(self, path: Path) -> None:
         """The resumed conversation is painted first; the tools start behind it (a prompt waits)."""
         await self._open_session(path)
-        self.run_worker(self._start_tools(), name="tools", group="startup")
+        self.call_after_refresh(self.run_worker, self._start_tools, name="tools", group="startup")
 
     async def _start_tools(self) -> None:
         from app.agent.runtime import build_registry

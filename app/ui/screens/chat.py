@@ -7,6 +7,7 @@ log) and keeps the status line's figures; the app owns the agent and the session
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,14 +109,16 @@ class ChatScreen(Screen[None]):
         if path is not None:
             history = await asyncio.to_thread(SessionHistory, path)
             self._fed = history.total
-            await conversation.resume(history, shown=self.app.size.height)
+            await conversation.resume(history, rows=self.app.size.height)
         if not self.is_attached:
             return  # the app quit while the session was being read
         self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(Usage())
         self.app.session_advanced.publish(None)
         if path is not None and history is not None:
-            self.run_worker(self._count_usage(path, history.total), group="usage", exclusive=True)
+            # After the frame: counting reads the whole log (in a thread, but it holds the GIL).
+            count = partial(self._count_usage, path, history.total)
+            self.call_after_refresh(self.run_worker, count, group="usage", exclusive=True)
 
     async def _count_usage(self, path: Path, total: int) -> None:
         usage = await asyncio.to_thread(usage_until, path, total)

@@ -52,6 +52,9 @@ CHUNK = 30
 """How many blocks come back (or go) at a time when the user scrolls past the window."""
 HISTORY_ITEMS = 64
 """At least this many items are read from a resumed log at a time (about a screenful of blocks)."""
+FIRST_ROWS_PER_BLOCK = 4
+"""A resumed conversation's first frame mounts a block per this many rows of the screen (most blocks
+are taller: a message has its margins, a tool call its result; the rest of the window follows)."""
 READ_BACK = 64
 """Items read at a time while looking for the start of a turn."""
 
@@ -160,17 +163,27 @@ class Conversation(VerticalScroll, can_focus=False):
             self.blocks.extend(self._blocks_of(entry, live=False))
         await self._mount_tail(WINDOW)
 
-    async def resume(self, history: SessionHistory, shown: int) -> None:
-        """Show the end of a resumed log: its last turns are read (in a thread) until `shown` blocks
-        can be mounted. A screenful is enough for the first frame: scrolling back mounts more, and
-        reads the turns before them once the blocks read so far are all shown."""
+    async def resume(self, history: SessionHistory, rows: int) -> None:
+        """Show the end of a resumed log on a screen of `rows` rows: its last turns are read (in a
+        thread) and about a screenful of the last blocks mounted for the first frame. The rest of
+        the window follows behind it, as a live conversation would have it; scrolling back past the
+        window mounts more, and reads the turns before once the blocks read so far are all shown."""
         self._history = history
-        shown = min(shown, WINDOW)
+        first = min(max(1, rows // FIRST_ROWS_PER_BLOCK), WINDOW)
         self._low = self._high = len(self.blocks)
-        await self._read_earlier(shown)
+        await self._read_earlier(first)
         if not self.is_attached:
             return  # the app quit while the log was being read
-        await self._mount_tail(shown)
+        await self._mount_tail(first)
+        self.call_after_refresh(self.run_worker, self._fill_window, group="window", exclusive=True)
+
+    async def _fill_window(self) -> None:
+        """Mount the window's blocks above the first frame's, a chunk at a time (the view stays at
+        the end; a scroll by the user replaces this worker)."""
+        while self._high - self._low < WINDOW and self.has_earlier:
+            await self._read_earlier(CHUNK)
+            count = min(CHUNK, WINDOW - (self._high - self._low), self._low)
+            await self._mount_range(self._low - count, self._low)
 
     async def _mount_tail(self, count: int) -> None:
         self._low = self._high = max(0, len(self.blocks) - count)
