@@ -377,15 +377,20 @@ def _described(blocks: list) -> list[tuple[str, dict[str, object]]]:
     ]
 
 
-def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench) -> None:
+def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
     from app.session.session import Session
-    from app.ui.widgets.conversation import WINDOW, Conversation, merged_entries
+    from app.ui.widgets import conversation as conversation_module
+    from app.ui.widgets.conversation import Conversation, merged_entries
     from benchmarks.sessions import write_large_session
 
+    # A smaller window than the chat's, so that going back through all of the log takes seconds
+    # (a block's widgets cost milliseconds to mount) and crosses many window and turn boundaries.
+    WINDOW = 30
+    monkeypatch.setattr(conversation_module, "WINDOW", WINDOW)
     sessions = bench.home / "sessions"
     sessions.mkdir(parents=True)
     path = sessions / "20260101-000000-window.jsonl"
-    write_large_session(path, events=3000)
+    write_large_session(path, events=800)
     folded = Session.open(path).folded_view()
     ends = sorted((turn.end_seq, turn.end_reason or "") for turn in folded.turns if turn.end_seq is not None)
     whole = Conversation()  # every block of the log built at once, never mounted
@@ -415,7 +420,7 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
             check_window(conversation)
             while conversation.has_earlier:
                 await conversation.show_earlier(WINDOW)
-                await pilot.pause()
+                await settle(pilot)  # and any scroll handler the new blocks set off
                 check_window(conversation)
             assert conversation.mounted_range[0] == 0
             assert _described(conversation.blocks) == _described(everything)
