@@ -453,3 +453,47 @@ def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
             await until(pilot, lambda: "ToolCallBlock" in blocks(app))
 
     run(scenario())
+
+
+def test_quitting_while_a_resumed_session_is_read_leaves_cleanly(bench, monkeypatch) -> None:
+    """The log is read in a thread; the chat quits meanwhile, and the reading ends while its screen
+    is being removed: the app ends without an error. (Textual cancels the resuming worker before it
+    goes on here, so this does not reach the chat's detached-screen guards.)"""
+    import threading
+
+    from app.ui.screens.chat import ChatScreen
+    from app.ui.widgets.conversation import SessionHistory
+    from benchmarks.sessions import write_large_session
+
+    sessions = bench.home / "sessions"
+    sessions.mkdir(parents=True)
+    path = sessions / "20260101-000000-quit.jsonl"
+    write_large_session(path, events=300)
+    reading, read = threading.Event(), threading.Event()
+    screen_gone = threading.Event()
+    original = SessionHistory.earlier
+
+    def held_until_the_screen_goes(history: SessionHistory, items: int = 64) -> list:
+        reading.set()
+        screen_gone.wait(10)
+        try:
+            return original(history, items)
+        finally:
+            read.set()
+
+    def on_unmount(screen: ChatScreen) -> None:
+        screen_gone.set()
+        read.wait(10)  # the reading is over before the screen's removal goes on
+
+    monkeypatch.setattr(SessionHistory, "earlier", held_until_the_screen_goes)
+    monkeypatch.setattr(ChatScreen, "on_unmount", on_unmount, raising=False)
+
+    async def scenario() -> None:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, reading.is_set)
+            await pilot.press("ctrl+q")
+        assert screen_gone.is_set() and read.is_set()
+        assert app.return_code in (0, None) and app._exception is None
+
+    run(scenario())
