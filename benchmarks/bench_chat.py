@@ -10,7 +10,10 @@
 - resuming a 10,000-message session to its first frame against an empty chat (goal ≤ 1.5), and
   the peak RSS after scrolling through all of it (goal ≤ 250 MB).
 
-    .venv/bin/python benchmarks/bench_chat.py [--fragments N] [--rounds N]
+    .venv/bin/python benchmarks/bench_chat.py [--fragments N] [--rounds N] [--phase PHASE ...]
+
+Phases: streaming, keys, first-frame, resume (the resume to first frame, then the peak RSS of a
+fresh interpreter scrolling back through all of that session, a window at a time).
 
 Exits 1 when a goal does not hold.
 """
@@ -41,7 +44,7 @@ from app.agent.runtime import catalog_from  # noqa: E402
 from app.llm.stream import BlockDelta, BlockStart  # noqa: E402
 from app.session.view import AssistantItem, UserItem  # noqa: E402
 from app.ui.app import ChatOptions, ToolscopeApp  # noqa: E402
-from app.ui.widgets.conversation import Conversation  # noqa: E402
+from app.ui.widgets.conversation import WINDOW, Conversation  # noqa: E402
 from benchmarks.sessions import write_large_session  # noqa: E402
 
 SIZE = (120, 40)
@@ -174,12 +177,22 @@ else:
     class Timed(ToolscopeApp):
         def on_ready(self):
             def shown():
+                conversation = self.chat.conversation
                 if session is None:
                     painted(self)
-                elif self.chat.conversation.blocks:
-                    self.call_after_refresh(painted, self)
+                elif conversation.children and all(child.is_mounted for child in conversation.children):
+                    self.call_after_refresh(filled)
                 else:
                     self.set_timer(0.001, shown)
+
+            def filled():
+                # The resumed blocks are laid out: painted once they fill the view.
+                conversation = self.chat.conversation
+                if conversation.virtual_size.height > conversation.size.height or not conversation.has_earlier:
+                    painted(self)
+                else:
+                    self.set_timer(0.001, filled)
+
             shown()
 
     Timed(ChatOptions(catalog=catalog_from(None), route_id="offline/demo", session_path=session)).run(headless=True, size=(120, 40))
@@ -202,17 +215,37 @@ def _first_frame(*args: str) -> float:
     return elapsed
 
 
-async def _scroll_through(session: Path) -> int:
+async def _scroll_through(session: Path | None) -> int:
+    """Resume `session` (or open an empty chat) and scroll back through all of it, a window at a
+    time as Home / PageUp would bring it back: every block is mounted once."""
     app = ToolscopeApp(ChatOptions(catalog=catalog_from(None), route_id="offline/demo", session_path=session, cwd=ROOT))
     async with app.run_test(size=SIZE) as pilot:
-        while not app.chat.conversation.blocks:
-            await pilot.pause(0.05)
+        if session is not None:
+            while not app.chat.conversation.blocks:
+                await pilot.pause(0.05)
         conversation = app.chat.conversation
         await pilot.pause()
-        while conversation.mounted_range[0] > 0:
-            await conversation.show_earlier()
+        while conversation.has_earlier:
+            await conversation.show_earlier(WINDOW)
             await pilot.pause()
+        await app.workers.wait_for_complete()
         return len(conversation.blocks)
+
+
+def _peak_rss(session: Path | None) -> tuple[int, float]:
+    """Blocks gone through and peak RSS (MB) of a fresh interpreter scrolling through `session`."""
+    args = [str(session)] if session is not None else []
+    output = subprocess.run(
+        [sys.executable, __file__, "--scroll-through", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return int(output[0]), float(output[1])
+
+
+PHASES = ("streaming", "keys", "first-frame", "resume")
+
+
+def _seconds(figures: list[float]) -> str:
+    return f"{statistics.median(figures):.2f} s (median of {len(figures)})"
 
 
 def main() -> int:
@@ -221,43 +254,70 @@ def main() -> int:
     parser.add_argument("--fragments", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keys", type=int, default=60)
+    parser.add_argument("--phase", action="append", choices=PHASES, help="run only this phase (repeatable; default: all)")
+    parser.add_argument("--scroll-through", nargs="?", const="", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.scroll_through is not None:
+        blocks = asyncio.run(_scroll_through(Path(options.scroll_through) if options.scroll_through else None))
+        print(blocks, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return 0
+    phases = set(options.phase or PHASES)
     fragments = _fragments(options.fragments)
     ok = True
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
-    empty, busy, bare = [], [], []
-    for _ in range(options.rounds):
-        empty.append(asyncio.run(_stream_into_conversation(0, fragments)))
-        busy.append(asyncio.run(_stream_into_conversation(1000, fragments)))
-        bare.append(asyncio.run(_stream_into_bare_markdown(fragments)))
-    fps_empty, fps_busy, fps_bare = (statistics.median(x) for x in (empty, busy, bare))
-    print(f"streaming: {fps_busy:.0f} fragments/s after 1,000 messages, {fps_empty:.0f} with none, {fps_bare:.0f} bare MarkdownStream")
-    for name, ratio in (("1,000 earlier vs none", fps_busy / fps_empty), ("conversation vs bare MarkdownStream", fps_empty / fps_bare)):
-        print(f"  {name}: {ratio:.2f}x (goal >= 0.9)")
-        ok = ok and ratio >= 0.9
+    if "streaming" in phases:
+        empty, busy, bare = [], [], []
+        for _ in range(options.rounds):
+            empty.append(asyncio.run(_stream_into_conversation(0, fragments)))
+            busy.append(asyncio.run(_stream_into_conversation(1000, fragments)))
+            bare.append(asyncio.run(_stream_into_bare_markdown(fragments)))
+        fps_empty, fps_busy, fps_bare = (statistics.median(x) for x in (empty, busy, bare))
+        print(f"streaming: {fps_busy:.0f} fragments/s after 1,000 messages, {fps_empty:.0f} with none, {fps_bare:.0f} bare MarkdownStream")
+        for name, ratio in (("1,000 earlier vs none", fps_busy / fps_empty), ("conversation vs bare MarkdownStream", fps_empty / fps_bare)):
+            print(f"  {name}: {ratio:.2f}x (goal >= 0.9)")
+            ok = ok and ratio >= 0.9
 
-    latencies = sorted(asyncio.run(_key_latencies(options.keys, fragments)))
-    p95 = latencies[int(0.95 * (len(latencies) - 1))] * 1000
-    print(f"key press -> character while streaming: p95 {p95:.1f} ms, median {statistics.median(latencies) * 1000:.1f} ms (goal p95 <= 50 ms)")
-    ok = ok and p95 <= 50
+    if "keys" in phases:
+        latencies = sorted(asyncio.run(_key_latencies(options.keys, fragments)))
+        p95 = latencies[int(0.95 * (len(latencies) - 1))] * 1000
+        print(f"key press -> character while streaming: p95 {p95:.1f} ms, median {statistics.median(latencies) * 1000:.1f} ms (goal p95 <= 50 ms)")
+        ok = ok and p95 <= 50
 
-    bare_frames = [_first_frame("bare") for _ in range(options.rounds)]
-    chat_frames = [_first_frame("chat") for _ in range(options.rounds)]
-    ratio = statistics.median(chat_frames) / statistics.median(bare_frames)
-    print(f"first frame: toolscope chat {statistics.median(chat_frames):.2f} s, bare Textual app {statistics.median(bare_frames):.2f} s: {ratio:.2f}x (goal <= 1.3)")
-    ok = ok and ratio <= 1.3
+    chat_frames = []
+    if phases & {"first-frame", "resume"}:
+        # Alternated, so that a busy moment of the machine weighs on both alike.
+        bare_frames = []
+        for _ in range(options.rounds):
+            bare_frames.append(_first_frame("bare"))
+            chat_frames.append(_first_frame("chat"))
+    if "first-frame" in phases:
+        ratio = statistics.median(chat_frames) / statistics.median(bare_frames)
+        print(f"first frame: toolscope chat {_seconds(chat_frames)}, bare Textual app {_seconds(bare_frames)}: {ratio:.2f}x (goal <= 1.3)")
+        ok = ok and ratio <= 1.3
 
-    with tempfile.TemporaryDirectory() as folder:
-        session = Path(folder) / "20260101-000000-bench1.jsonl"
-        written = write_large_session(session, events=25_000)
-        resumed = [_first_frame("chat", str(session)) for _ in range(options.rounds)]
-        ratio = statistics.median(resumed) / statistics.median(chat_frames)
-        print(f"resume ({written} events) to first frame {statistics.median(resumed):.2f} s vs empty chat: {ratio:.2f}x (goal <= 1.5)")
-        ok = ok and ratio <= 1.5
-        blocks = asyncio.run(_scroll_through(session))
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak RSS after scrolling through {blocks} blocks: {peak:.0f} MB (goal <= 250 MB)")
-        ok = ok and peak <= 250
+    if "resume" in phases:
+        with tempfile.TemporaryDirectory() as folder:
+            session = Path(folder) / "20260101-000000-bench1.jsonl"
+            written = write_large_session(session, events=25_000)
+            first_open = _first_frame("chat", str(session))  # builds the line index: once per log
+            resumed = []
+            for _ in range(options.rounds):
+                resumed.append(_first_frame("chat", str(session)))
+                chat_frames.append(_first_frame("chat"))
+            ratio = statistics.median(resumed) / statistics.median(chat_frames)
+            print(
+                f"resume ({written} events) to first frame {_seconds(resumed)} vs empty chat {_seconds(chat_frames)}: "
+                f"{ratio:.2f}x (goal <= 1.5); the first open, which indexes the log, {first_open:.2f} s"
+            )
+            ok = ok and ratio <= 1.5
+            blocks, peak = _peak_rss(session)
+            _nothing, empty_peak = _peak_rss(None)
+            print(
+                f"peak RSS after scrolling through {blocks} blocks: {peak:.0f} MB, an empty chat {empty_peak:.0f} MB: "
+                f"{peak / empty_peak:.2f}x (goal <= 250 MB)"
+            )
+            ok = ok and peak <= 250
     return 0 if ok else 1
 
 

@@ -102,10 +102,16 @@ class ToolscopeApp(App[None]):
         """Called by the chat screen once it is mounted: tools, history and the session load behind it."""
         if self.registry is not None or self._tools_ready.is_set():
             return
-        self.run_worker(self._start_tools(), name="tools", group="startup")
         self.run_worker(self._load_history(), name="history", group="startup")
-        if self.options.session_path is not None:
-            self.run_worker(self._open_session(self.options.session_path), name="session", group="startup")
+        if self.options.session_path is None:
+            self.run_worker(self._start_tools(), name="tools", group="startup")
+        else:
+            self.run_worker(self._resume_then_start_tools(self.options.session_path), name="session", group="startup")
+
+    async def _resume_then_start_tools(self, path: Path) -> None:
+        """The resumed conversation is painted first; the tools start behind it (a prompt waits)."""
+        await self._open_session(path)
+        self.call_after_refresh(self.run_worker, self._start_tools, name="tools", group="startup")
 
     async def _start_tools(self) -> None:
         from app.agent.runtime import build_registry
@@ -152,8 +158,7 @@ class ToolscopeApp(App[None]):
             self._report_repairs(writer)
             self.writer = writer
             session = writer.session
-        view = await asyncio.to_thread(session.view)
-        await self.chat.show_session(view)
+        await self.chat.show_session(session.path)
 
     def _report_repairs(self, writer: SessionWriter) -> None:
         if writer.torn_path is not None:
@@ -166,8 +171,13 @@ class ToolscopeApp(App[None]):
         if writer.repaired:
             self.notify(_("The previous turn was left open by a crash; it is now closed as interrupted."), severity="warning")
 
+    @property
+    def session(self) -> Session | None:
+        """The session shown: the one this chat writes, or one shown read-only."""
+        return self.writer.session if self.writer is not None else self.read_only
+
     def view(self) -> SessionView | None:
-        session = self.writer.session if self.writer is not None else self.read_only
+        session = self.session
         return session.view() if session is not None else None
 
     async def action_quit(self) -> None:
@@ -328,7 +338,7 @@ class ToolscopeApp(App[None]):
         """Export the session (`md`, `html`, `json`) into the working directory."""
         from app.ui.exporting import export_session
 
-        session = self.writer.session if self.writer is not None else self.read_only
+        session = self.session
         self.run_worker(
             export_session(
                 self,
@@ -351,7 +361,8 @@ class ToolscopeApp(App[None]):
         await chat.recompose()
         chat.status.route = self.route
         chat.status.read_only = self.read_only is not None
-        await chat.show_session(self.view())
+        session = self.session
+        await chat.show_session(session.path if session is not None else None)
         chat.composer.focus()
 
     def action_help(self) -> None:

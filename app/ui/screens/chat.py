@@ -6,6 +6,10 @@ log) and keeps the status line's figures; the app owns the agent and the session
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
+from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -15,17 +19,27 @@ from textual.widgets import Static
 
 from app.i18n import N_, _
 from app.session.events import TurnEnd
-from app.session.view import SessionView
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
 from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
 from app.ui.widgets.approval import ApprovalBlock
 from app.ui.widgets.composer import Composer, SlashCompletions
-from app.ui.widgets.conversation import Conversation, view_entries
-from app.ui.widgets.status_line import StatusLine
+from app.ui.widgets.conversation import Conversation, SessionHistory
+from app.ui.widgets.status_line import StatusLine, Usage
 
 if TYPE_CHECKING:
     from app.ui.app import ToolscopeApp
+
+
+def usage_until(path: Path, total: int) -> Usage:
+    """The status line's figures over the first `total` items of a log (read through a `Session`
+    of its own: a thread must not share the chat's view)."""
+    from app.session.session import Session
+
+    usage = Usage()
+    for item in islice(Session.open(path).view().items, total):
+        usage.count(item)
+    return usage
 
 
 class ChatScreen(Screen[None]):
@@ -80,21 +94,38 @@ class ChatScreen(Screen[None]):
     def composer(self) -> Composer:
         return self.query_one(Composer)
 
-    async def show_session(self, view: SessionView | None) -> None:
-        """Render a log from scratch (a resumed session, a language switch): the same blocks as live."""
+    async def show_session(self, path: Path | None) -> None:
+        """Render a log from scratch (a resumed session, a language switch): the same blocks as live.
+
+        Only its last turns are read (in a thread) before they are painted; older ones are read when
+        the user scrolls back, and the status line's totals over the whole log come after the frame.
+        """
         old, conversation = self._conversation, Conversation()
         self._conversation = conversation
         await self.mount(conversation, before=old)
         await old.remove()
         self._fed = 0
-        if view is not None:
-            await conversation.load(view_entries(view))
-            self._fed = len(view.items)
+        history = None
+        if path is not None:
+            history = await asyncio.to_thread(SessionHistory, path)
+            self._fed = history.total
+            await conversation.resume(history, rows=self.app.size.height)
         if not self.is_attached:
-            return  # the app quit while a long session was being shown
+            return  # the app quit while the session was being read
         self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
-        self.status.reset(view)
+        self.status.reset(Usage())
         self.app.session_advanced.publish(None)
+        if path is not None and history is not None:
+            # After the frame: counting reads the whole log (in a thread, but it holds the GIL).
+            count = partial(self._count_usage, path, history.total)
+            self.call_after_refresh(self.run_worker, count, group="usage", exclusive=True)
+
+    async def _count_usage(self, path: Path, total: int) -> None:
+        usage = await asyncio.to_thread(usage_until, path, total)
+        view = self.app.view()
+        for item in view.items[total : self._fed] if view is not None else ():
+            usage.count(item)  # fed live while the totals were read
+        self.status.reset(usage)
 
     async def on_event_appended(self, message: EventAppended) -> None:
         view = self.app.view()

@@ -1,15 +1,21 @@
 """The conversation pane: SessionView items in, blocks and their widgets out.
 
-Live and resumed conversations go through the same `add_item` / `end_turn`, so a resumed session
-looks exactly as it did live; the stream only adds a reply being written, which the logged
+Live and resumed conversations go through the same `_blocks_of`, so a resumed session looks
+exactly as it did live; the stream only adds a reply being written, which the logged
 `AssistantItem` then completes (or a failed request removes). Only a window of blocks has a mounted
-widget; scrolling to either end of the window mounts the next blocks and unmounts the far ones.
+widget; scrolling to either end of the window mounts the next blocks and unmounts the far ones. A
+resumed log is read from its end: blocks exist for the turns read so far, and scrolling back past
+the first of them reads the turns before (`SessionHistory`, in a thread).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
 from textual.events import Resize
@@ -22,7 +28,6 @@ from app.session.view import (
     Item,
     RequestErrorItem,
     RetryItem,
-    SessionView,
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
@@ -37,18 +42,84 @@ from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
 from app.ui.widgets.tool_call import ToolCallBlock
 from app.ui.widgets.user_message import UserBlock
 
+if TYPE_CHECKING:
+    from app.session.indexed import IndexedView
+    from app.session.view import Turn
+
 WINDOW = 120
 """At most this many blocks have a widget mounted."""
 CHUNK = 30
 """How many blocks come back (or go) at a time when the user scrolls past the window."""
+HISTORY_ITEMS = 64
+"""At least this many items are read from a resumed log at a time (about a screenful of blocks)."""
+FIRST_ROWS_PER_BLOCK = 4
+"""A resumed conversation's first frame mounts a block per this many rows of the screen (most blocks
+are taller: a message has its margins, a tool call its result; the rest of the window follows)."""
+READ_BACK = 64
+"""Items read at a time while looking for the start of a turn."""
+
+Entry = Item | str
+"""A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
 
 
-def view_entries(view: SessionView) -> list[Item | str]:
-    """The view's items in log order, with each turn's end reason (a `str`) where it was logged."""
-    ends = sorted((turn.end_seq, turn.end_reason or "") for turn in view.turns if turn.end_seq is not None)
-    entries: list[Item | str] = []
+class SessionHistory:
+    """A resumed log's entries, read by whole turns from the newest backward.
+
+    Resuming reads only the turns the window shows and scrolling back reads the ones before, so a
+    long log costs no more to open than a short one. Whole turns, so that a tool result always comes
+    with its call. It reads through its own `Session` on the log's file: its threads never share the
+    chat's view, which the agent appends to meanwhile.
+    """
+
+    def __init__(self, path: Path) -> None:
+        from app.session.session import Session
+
+        self._view: IndexedView = Session.open(path).view()
+        self.total = len(self._view.items)
+        """The items logged when it was opened: the chat feeds the later ones live."""
+        self._items_left = self.total
+        self._turns_left = len(self._view.turns)
+        self._lock = threading.Lock()
+
+    @property
+    def exhausted(self) -> bool:
+        return not self._items_left and not self._turns_left
+
+    def earlier(self, items: int = HISTORY_ITEMS) -> list[Entry]:
+        """The entries of the whole turns before those read so far: at least `items` items, or all
+        that is left."""
+        with self._lock:
+            view = self._view
+            start = max(0, self._items_left - items)
+            run = view.items[start : self._items_left]
+            turns: list[Turn] = []
+            # The turns starting after the run's first item, then the one holding it.
+            while self._turns_left and (not turns or run and turns[-1].seq > run[0].seq):
+                self._turns_left -= 1
+                turns.append(view.turns[self._turns_left])
+            first_turn_seq = turns[-1].seq if turns and run and turns[-1].seq <= run[0].seq else -1
+            # Back to that turn's first item (or the log's first, before any turn).
+            while start:
+                before = view.items[max(0, start - READ_BACK) : start]
+                kept = [item for item in before if item.seq >= first_turn_seq]
+                run[:0] = kept
+                start -= len(kept)
+                if len(kept) < len(before):
+                    break
+            if not start:
+                while self._turns_left:  # turns before every item read (none logged an item)
+                    self._turns_left -= 1
+                    turns.append(view.turns[self._turns_left])
+            self._items_left = start
+            ends = sorted((turn.end_seq, turn.end_reason or "") for turn in turns if turn.end_seq is not None)
+            return merged_entries(run, ends)
+
+
+def merged_entries(items: Iterable[Item], ends: list[tuple[int, str]]) -> list[Entry]:
+    """`items` in log order with each turn's end reason (sorted `(end_seq, reason)`) where it was logged."""
+    entries: list[Entry] = []
     position = 0
-    for item in view.items:
+    for item in items:
         while position < len(ends) and ends[position][0] < item.seq:
             entries.append(ends[position][1])
             position += 1
@@ -75,6 +146,8 @@ class Conversation(VerticalScroll, can_focus=False):
         self._calls: dict[str, ToolCallBlock] = {}
         self._live_reply: AssistantBlock | None = None
         self._stream_kinds: dict[int, str] = {}
+        self._history: SessionHistory | None = None
+        self._reading: asyncio.Task[None] | None = None
         self.clock: Callable[[], float] = time.monotonic
         """What retry countdowns read (a test freezes it for a still picture)."""
 
@@ -84,28 +157,68 @@ class Conversation(VerticalScroll, can_focus=False):
 
     # --- feeding -----------------------------------------------------------------------------------
 
-    async def load(self, entries: Iterable[Item | str]) -> None:
+    async def load(self, entries: Iterable[Entry]) -> None:
         """Show a whole log at once: blocks for all, widgets for the last window only."""
         for entry in entries:
-            if isinstance(entry, str):
-                await self._turn_end_block(entry, mount=False)
-            else:
-                await self._item_blocks(entry, mount=False)
-        self._low = max(0, len(self.blocks) - WINDOW)
-        self._high = self._low
+            self.blocks.extend(self._blocks_of(entry, live=False))
+        await self._mount_tail(WINDOW)
+
+    async def resume(self, history: SessionHistory, rows: int) -> None:
+        """Show the end of a resumed log on a screen of `rows` rows: its last turns are read (in a
+        thread) and about a screenful of the last blocks mounted for the first frame. The rest of
+        the window follows behind it, as a live conversation would have it; scrolling back past the
+        window mounts more, and reads the turns before once the blocks read so far are all shown."""
+        self._history = history
+        first = min(max(1, rows // FIRST_ROWS_PER_BLOCK), WINDOW)
+        self._low = self._high = len(self.blocks)
+        await self._read_earlier(first)
+        if not self.is_attached:
+            return  # the app quit while the log was being read
+        await self._mount_tail(first)
+        self.call_after_refresh(self.run_worker, self._fill_window, group="window", exclusive=True)
+
+    async def _fill_window(self) -> None:
+        """Mount the window's blocks above the first frame's, a chunk at a time (the view stays at
+        the end; a scroll by the user replaces this worker)."""
+        while self._high - self._low < WINDOW and self.has_earlier:
+            await self._read_earlier(CHUNK)
+            count = min(CHUNK, WINDOW - (self._high - self._low), self._low)
+            await self._mount_range(self._low - count, self._low)
+
+    async def _mount_tail(self, count: int) -> None:
+        self._low = self._high = max(0, len(self.blocks) - count)
         await self._mount_range(self._low, len(self.blocks))
         self.anchor()
 
     async def add_item(self, item: Item) -> None:
-        await self._item_blocks(item, mount=True)
+        if isinstance(item, (AssistantItem, RequestErrorItem)):
+            live = self._live_reply
+            self._close_live_reply()
+            if live is not None and isinstance(item, AssistantItem):
+                # The reply written so far becomes the logged one; only its calls are new blocks.
+                await live.finish(item)
+                if live.empty:
+                    await self.remove_block(live)
+                for call in item.tool_calls:
+                    await self._append(self._call_block(call))
+                return
+            if live is not None:
+                # What a failed attempt streamed is not part of the log: it goes, as it would on resume.
+                widget = live.widget
+                if isinstance(widget, AssistantMessage):
+                    await widget.stop_stream()
+                await self.remove_block(live)
+        for block in self._blocks_of(item, live=True):
+            await self._append(block)
 
     async def end_turn(self, reason: str) -> None:
         self._close_live_reply()
-        await self._turn_end_block(reason, mount=True)
+        for block in self._blocks_of(reason, live=True):
+            await self._append(block)
 
     async def add_block(self, block: Block) -> None:
         """A block that is not from the log (an approval prompt)."""
-        await self._append(block, mount=True)
+        await self._append(block)
 
     async def remove_block(self, block: Block) -> None:
         # The bookkeeping is done before the first await: blocks may be appended meanwhile.
@@ -124,7 +237,7 @@ class Conversation(VerticalScroll, can_focus=False):
             self._stream_kinds[event.index] = event.kind
             if event.kind in ("text", "reasoning") and self._live_reply is None:
                 self._live_reply = AssistantBlock()
-                await self._append(self._live_reply, mount=True)
+                await self._append(self._live_reply)
         elif isinstance(event, BlockDelta) and self._live_reply is not None:
             kind = self._stream_kinds.get(event.index)
             if kind == "text":
@@ -133,67 +246,45 @@ class Conversation(VerticalScroll, can_focus=False):
             elif kind == "reasoning":
                 self._live_reply.add_reasoning(event.text)
 
-    # --- items to blocks -----------------------------------------------------------------------------
+    # --- entries to blocks ---------------------------------------------------------------------------
 
-    async def _item_blocks(self, item: Item, *, mount: bool) -> None:
-        if isinstance(item, UserItem):
-            await self._append(UserBlock(item), mount=mount)
-        elif isinstance(item, AssistantItem):
-            await self._assistant(item, mount=mount)
-        elif isinstance(item, (ToolCallItem, ToolResultItem)):
-            block = self._calls.get(item.call_id)
+    def _blocks_of(self, entry: Entry, *, live: bool) -> list[Block]:
+        """The new blocks one log entry adds (a tool call or result updates its call's block)."""
+        if isinstance(entry, str):
+            return [TurnEndBlock(entry)] if entry in TurnEndBlock.SHOWN else []
+        if isinstance(entry, UserItem):
+            return [UserBlock(entry)]
+        if isinstance(entry, AssistantItem):
+            reply = AssistantBlock(entry)
+            calls: list[Block] = [self._call_block(call) for call in entry.tool_calls]
+            return calls if reply.empty else [reply, *calls]
+        if isinstance(entry, (ToolCallItem, ToolResultItem)):
+            new: list[Block] = []
+            block = self._calls.get(entry.call_id)
             if block is None:
                 # A call the reply did not list (repair wrote it): shown where it was logged.
-                arguments = item.arguments if isinstance(item, ToolCallItem) else ""
-                block = self._call_block(ToolCallContent(call_id=item.call_id, name=item.name, arguments=arguments))
-                await self._append(block, mount=mount)
-            if isinstance(item, ToolCallItem):
+                arguments = entry.arguments if isinstance(entry, ToolCallItem) else ""
+                block = self._call_block(ToolCallContent(call_id=entry.call_id, name=entry.name, arguments=arguments))
+                new.append(block)
+            if isinstance(entry, ToolCallItem):
                 block.start()
             else:
-                block.finish(item)
-        elif isinstance(item, ContextItem):
-            await self._append(ContextBlock(item), mount=mount)
-        elif isinstance(item, RequestErrorItem):
-            await self._failed_request(item, mount=mount)
-        elif isinstance(item, RetryItem):
-            await self._append(RetryBlock(item, live=mount, clock=lambda: self.clock()), mount=mount)
-        elif isinstance(item, SummaryItem):
-            await self._append(CompactionBlock(item), mount=mount)
-        # A request header is not a node: the status line shows it.
+                block.finish(entry)
+            return new
+        if isinstance(entry, ContextItem):
+            return [ContextBlock(entry)]
+        if isinstance(entry, RequestErrorItem):
+            return [ErrorBlock(entry)]
+        if isinstance(entry, RetryItem):
+            return [RetryBlock(entry, live=live, clock=lambda: self.clock())]
+        if isinstance(entry, SummaryItem):
+            return [CompactionBlock(entry)]
+        return []  # a request header is not a node: the status line shows it
 
     def _call_block(self, call: ToolCallContent) -> ToolCallBlock:
         block = ToolCallBlock(call)
         self._calls[call.call_id] = block
         return block
-
-    async def _assistant(self, item: AssistantItem, *, mount: bool) -> None:
-        live, self._live_reply = self._live_reply, None
-        self._stream_kinds = {}
-        if live is not None:
-            await live.finish(item)
-            if live.empty:
-                await self.remove_block(live)
-        else:
-            block = AssistantBlock(item)
-            if not block.empty:
-                await self._append(block, mount=mount)
-        for call in item.tool_calls:
-            await self._append(self._call_block(call), mount=mount)
-
-    async def _failed_request(self, item: RequestErrorItem, *, mount: bool) -> None:
-        # What a failed attempt streamed is not part of the log: it goes, as it would on resume.
-        live, self._live_reply = self._live_reply, None
-        self._stream_kinds = {}
-        if live is not None:
-            widget = live.widget
-            if isinstance(widget, AssistantMessage):
-                await widget.stop_stream()
-            await self.remove_block(live)
-        await self._append(ErrorBlock(item), mount=mount)
-
-    async def _turn_end_block(self, reason: str, *, mount: bool) -> None:
-        if reason in TurnEndBlock.SHOWN:
-            await self._append(TurnEndBlock(reason), mount=mount)
 
     def _close_live_reply(self) -> None:
         self._live_reply = None
@@ -201,10 +292,8 @@ class Conversation(VerticalScroll, can_focus=False):
 
     # --- the mounted window --------------------------------------------------------------------------
 
-    async def _append(self, block: Block, *, mount: bool) -> None:
+    async def _append(self, block: Block) -> None:
         self.blocks.append(block)
-        if not mount:
-            return
         if self._high == len(self.blocks) - 1:
             widget = block.build()
             block.widget = widget
@@ -245,11 +334,37 @@ class Conversation(VerticalScroll, can_focus=False):
         if widgets:
             await self.remove_children(widgets)
 
-    async def show_earlier(self) -> None:
-        """Scrolled to the top of the window: bring back the blocks before it, keeping the view still."""
+    @property
+    def has_earlier(self) -> bool:
+        """Whether blocks exist, or could be read, before the mounted window."""
+        return self._low > 0 or self._history is not None and not self._history.exhausted
+
+    async def _read_earlier(self, wanted: int) -> None:
+        """Read earlier turns of the resumed log until `wanted` blocks wait before the window (or
+        the log's start is reached).
+
+        Each read is a task of its own, shielded: a scroll handler cancelled meanwhile (a newer one
+        replaces it) must not lose turns the history has already handed out."""
+        history = self._history
+        while self._low < wanted and history is not None and not history.exhausted:
+            if self._reading is None or self._reading.done():
+                self._reading = asyncio.create_task(self._prepend_earlier(history))
+            await asyncio.shield(self._reading)
+
+    async def _prepend_earlier(self, history: SessionHistory) -> None:
+        entries = await asyncio.to_thread(history.earlier)
+        blocks = [block for entry in entries for block in self._blocks_of(entry, live=False)]
+        self.blocks[:0] = blocks
+        self._low += len(blocks)
+        self._high += len(blocks)
+
+    async def show_earlier(self, count: int = CHUNK) -> None:
+        """Scrolled to the top of the window: bring back the `count` blocks before it, keeping the
+        view still."""
+        await self._read_earlier(count)
         if self._low == 0:
             return
-        start = max(0, self._low - CHUNK)
+        start = max(0, self._low - count)
         before = self.virtual_size.height
         await self._mount_range(start, self._low)
         if self._high - self._low > WINDOW:
@@ -301,7 +416,7 @@ class Conversation(VerticalScroll, can_focus=False):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 and old_value > 0 and self._low > 0:
+        if new_value <= 0 and old_value > 0 and self.has_earlier:
             self.run_worker(self.show_earlier(), group="window", exclusive=True)
         elif new_value >= self.max_scroll_y and self._high < len(self.blocks):
             self.run_worker(self.show_later(), group="window", exclusive=True)

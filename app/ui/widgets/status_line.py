@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from app.i18n import _
 from app.llm.routes import Route
-from app.session.view import AssistantItem, HeaderItem, RetryItem, SessionView, SummaryItem
+from app.session.view import AssistantItem, HeaderItem, RetryItem, SummaryItem
 
 OFFLINE_ROUTE = "offline/demo"
 
@@ -60,11 +60,8 @@ class StatusLine(Static):
         self.route: Route | None = None
         self.read_only = False
 
-    def reset(self, view: SessionView | None) -> None:
-        self.usage = Usage()
-        if view is not None:
-            for item in view.items:
-                self.usage.count(item)
+    def reset(self, usage: Usage) -> None:
+        self.usage = usage
         self.show()
 
     def count(self, item: object) -> None:

@@ -369,14 +369,37 @@ def test_a_session_another_process_writes_opens_read_only(bench) -> None:
         writer.close()
 
 
-def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench) -> None:
-    from app.ui.widgets.conversation import WINDOW
+def _described(blocks: list) -> list[tuple[str, dict[str, object]]]:
+    """What a block shows (its public state), to compare blocks built on different paths."""
+    return [
+        (type(block).__name__, {k: v for k, v in vars(block).items() if not k.startswith("_") and k != "widget"})
+        for block in blocks
+    ]
+
+
+def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
+    from app.session.session import Session
+    from app.ui.widgets import conversation as conversation_module
+    from app.ui.widgets.conversation import Conversation, merged_entries
     from benchmarks.sessions import write_large_session
 
+    # A smaller window than the chat's, so that going back through all of the log takes seconds
+    # (a block's widgets cost milliseconds to mount) and crosses many window and turn boundaries.
+    WINDOW = 30
+    monkeypatch.setattr(conversation_module, "WINDOW", WINDOW)
     sessions = bench.home / "sessions"
     sessions.mkdir(parents=True)
     path = sessions / "20260101-000000-window.jsonl"
-    write_large_session(path, events=3000)
+    write_large_session(path, events=800)
+    folded = Session.open(path).folded_view()
+    ends = sorted((turn.end_seq, turn.end_reason or "") for turn in folded.turns if turn.end_seq is not None)
+    whole = Conversation()  # every block of the log built at once, never mounted
+    everything = [block for entry in merged_entries(folded.items, ends) for block in whole._blocks_of(entry, live=False)]
+
+    def check_window(conversation: Conversation) -> None:
+        low, high = conversation.mounted_range
+        assert 0 < high - low <= WINDOW and len(conversation.children) == high - low
+        assert conversation.blocks[low].widget is not None and conversation.blocks[high - 1].widget is not None
 
     async def scenario() -> None:
         app = bench.app(session=path)
@@ -384,18 +407,27 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
             await until(pilot, lambda: app.chat.conversation.blocks)
             await settle(pilot)
             conversation = app.chat.conversation
+            # Resumed from its end: a screenful is mounted, and only the last turns are read.
             low, high = conversation.mounted_range
-            assert high == len(conversation.blocks) and high - low == WINDOW
-            assert len(conversation.children) == WINDOW
+            assert high == len(conversation.blocks) and conversation.virtual_size.height > conversation.size.height
+            check_window(conversation)
+            assert len(conversation.blocks) < len(everything) / 4
+            first_shown = conversation.blocks[low]
             conversation.scroll_home(animate=False, immediate=True)
-            await until(pilot, lambda: conversation.mounted_range[0] < low)
+            # Blocks read from earlier turns come before the ones shown: compare blocks, not indexes.
+            await until(pilot, lambda: conversation.blocks.index(first_shown) > conversation.mounted_range[0])
             await settle(pilot)
-            new_low, new_high = conversation.mounted_range
-            assert new_high - new_low <= WINDOW and len(conversation.children) == new_high - new_low
-            assert conversation.blocks[new_low].widget is not None and conversation.blocks[new_high - 1].widget is not None
+            check_window(conversation)
+            while conversation.has_earlier:
+                await conversation.show_earlier(WINDOW)
+                await settle(pilot)  # and any scroll handler the new blocks set off
+                check_window(conversation)
+            assert conversation.mounted_range[0] == 0
+            assert _described(conversation.blocks) == _described(everything)
             await app.chat.action_jump_to_end()
             await settle(pilot)
             assert conversation.mounted_range[1] == len(conversation.blocks)
+            check_window(conversation)
 
     run(scenario())
 
@@ -419,5 +451,49 @@ def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
             await pilot.press("enter")
             await until(pilot, lambda: app.writer is not None and app.writer.path == first)
             await until(pilot, lambda: "ToolCallBlock" in blocks(app))
+
+    run(scenario())
+
+
+def test_quitting_while_a_resumed_session_is_read_leaves_cleanly(bench, monkeypatch) -> None:
+    """The log is read in a thread; the chat quits meanwhile, and the reading ends while its screen
+    is being removed: the app ends without an error. (Textual cancels the resuming worker before it
+    goes on here, so this does not reach the chat's detached-screen guards.)"""
+    import threading
+
+    from app.ui.screens.chat import ChatScreen
+    from app.ui.widgets.conversation import SessionHistory
+    from benchmarks.sessions import write_large_session
+
+    sessions = bench.home / "sessions"
+    sessions.mkdir(parents=True)
+    path = sessions / "20260101-000000-quit.jsonl"
+    write_large_session(path, events=300)
+    reading, read = threading.Event(), threading.Event()
+    screen_gone = threading.Event()
+    original = SessionHistory.earlier
+
+    def held_until_the_screen_goes(history: SessionHistory, items: int = 64) -> list:
+        reading.set()
+        screen_gone.wait(10)
+        try:
+            return original(history, items)
+        finally:
+            read.set()
+
+    def on_unmount(screen: ChatScreen) -> None:
+        screen_gone.set()
+        read.wait(10)  # the reading is over before the screen's removal goes on
+
+    monkeypatch.setattr(SessionHistory, "earlier", held_until_the_screen_goes)
+    monkeypatch.setattr(ChatScreen, "on_unmount", on_unmount, raising=False)
+
+    async def scenario() -> None:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, reading.is_set)
+            await pilot.press("ctrl+q")
+        assert screen_gone.is_set() and read.is_set()
+        assert app.return_code in (0, None) and app._exception is None
 
     run(scenario())
