@@ -30,7 +30,7 @@ from textual.widgets.markdown import MarkdownBlock
 
 PIECE_BLOCKS = 12
 """The growing piece is closed once it holds more top-level blocks than this."""
-STEP_CHARACTERS = 1000
+STEP_CHARACTERS = 400
 """The most text appended in one frame."""
 
 
