@@ -113,7 +113,7 @@ class ReplyText(Vertical):
         self._new_text = asyncio.Event()
         self._frame_shown = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
-        self._closing = False
+        self._stopping = False
         self._width = 0
 
     def compose(self) -> ComposeResult:
@@ -136,13 +136,12 @@ class ReplyText(Vertical):
     async def stop(self) -> None:
         """Return once every fragment written so far is shown."""
         if self._writer is not None:
-            self._closing = True
+            self._stopping = True
             self._new_text.set()
             self._frame_shown.set()
             writer, self._writer = self._writer, None
             await writer
-            self._closing = False
-        self._bring_back()
+            self._stopping = False
 
     async def update(self, text: str) -> None:
         """Show `text` as one piece, as a resumed reply shows it."""
@@ -200,7 +199,7 @@ class ReplyText(Vertical):
 
     async def _write_pending(self) -> None:
         with _young_collections_only():
-            while self._pending or not self._closing:
+            while self._pending or not self._stopping:
                 if not self._pending:
                     self._new_text.clear()
                     await self._new_text.wait()
@@ -209,12 +208,12 @@ class ReplyText(Vertical):
                 # shown falls behind for a moment rather than stalling the screen and the keys.
                 # Once the stream is stopping, the rest goes at once.
                 text = "".join(self._pending)
-                step = len(text) if self._closing else STEP_CHARACTERS
+                step = len(text) if self._stopping else STEP_CHARACTERS
                 self._pending = [text[step:]] if len(text) > step else []
                 piece = self.query_children(ReplyPiece).last()
                 await piece.append(text[:step])
                 await self._close_finished_blocks(piece)
-                if not self._closing:
+                if not self._stopping:
                     # Whoever stops the stream may be what refreshes the screen: it wakes us.
                     self._frame_shown.clear()
                     self.call_after_refresh(self._frame_shown.set)
