@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
+from textual.pilot import Pilot
 
 from app.ui.widgets.reply_text import ReplyPiece, ReplyText
 
@@ -36,7 +37,7 @@ print({n})
 
 ---
 """
-REPLY = "# A long answer\n\n" + "".join(SECTION.format(n=n) for n in range(8)) + "That is all.\n"
+REPLY = "# A long answer\n\n" + "".join(SECTION.format(n=n) for n in range(6)) + "That is all.\n"
 
 
 class _Reply(App[None]):
@@ -49,8 +50,15 @@ class _Reply(App[None]):
             yield ReplyText(self.text)
 
 
-def _fragments(text: str, size: int = 7) -> list[str]:
-    return [text[start : start + size] for start in range(0, len(text), size)]
+async def _stream(app: _Reply, pilot: Pilot[None]) -> ReplyText:
+    """The reply in small fragments, the screen refreshed after each, then the stream stopped."""
+    reply = app.query_one(ReplyText)
+    for start in range(0, len(REPLY), 7):
+        await reply.write(REPLY[start : start + 7])
+        await pilot.pause()
+    await reply.stop()
+    await pilot.pause()
+    return reply
 
 
 def _cells(app: App[None]) -> list[tuple[str, str]]:
@@ -70,17 +78,12 @@ async def _whole(size: tuple[int, int]) -> list[tuple[str, str]]:
 
 
 def test_a_streamed_reply_looks_as_the_same_text_shown_whole() -> None:
-    size = (70, 400)  # all of it on the screen
+    size = (70, 200)  # all of it on the screen
 
     async def streamed() -> tuple[list[tuple[str, str]], int]:
         app = _Reply("")
         async with app.run_test(size=size) as pilot:
-            reply = app.query_one(ReplyText)
-            for fragment in _fragments(REPLY):
-                await reply.write(fragment)
-                await pilot.pause()
-            await reply.stop()
-            await pilot.pause()
+            reply = await _stream(app, pilot)
             pieces = len(reply.query_children(ReplyPiece))
             return _cells(app), pieces
 
@@ -97,12 +100,7 @@ def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_
         async with app.run_test(size=size) as pilot:
             scroller = app.query_one(VerticalScroll)
             scroller.anchor()
-            reply = app.query_one(ReplyText)
-            for fragment in _fragments(REPLY):
-                await reply.write(fragment)
-                await pilot.pause()
-            await reply.stop()
-            await pilot.pause()
+            reply = await _stream(app, pilot)
             aside = len(reply.query_children(".-set-aside"))
             held = scroller.virtual_size.height
             scroller.scroll_home(animate=False)  # the user scrolls up: they come back
