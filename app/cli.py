@@ -635,6 +635,18 @@ def _add_chat(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentP
 
 
 def _chat(options: argparse.Namespace, config: Config | None) -> int:
+    """Hold the terminal before the slow imports, so keys typed meanwhile are not misread."""
+    from app.ui.type_ahead import hold_terminal
+
+    held = hold_terminal(sys.stdin.fileno()) if sys.stdin is not None else None
+    try:
+        return _open_chat(options, config)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _open_chat(options: argparse.Namespace, config: Config | None) -> int:
     """Resolve the route and the session first, so a bad one is a one-line error, not a dead app."""
     from app.agent.runtime import catalog_from, default_route_id, latest_session
     from app.llm.routes import RouteConfigError

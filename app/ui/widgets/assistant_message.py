@@ -15,16 +15,7 @@ from app.ui.widgets.block import Block
 from app.ui.widgets.reasoning import Reasoning
 
 if TYPE_CHECKING:
-    from textual.widgets import Markdown
-    from textual.widgets.markdown import MarkdownStream
-
-
-def _markdown_class() -> type[Markdown]:
-    """Textual's Markdown, imported with the first reply: markdown-it is a good part of the
-    chat's start-up otherwise, and an empty chat shows no Markdown."""
-    from textual.widgets import Markdown
-
-    return Markdown
+    from app.ui.widgets.reply_text import ReplyText
 
 
 class AssistantMessage(Vertical):
@@ -32,7 +23,6 @@ class AssistantMessage(Vertical):
     AssistantMessage {
         height: auto;
         margin: 1 0 0 0;
-        & > Markdown { margin: 0; padding: 0 1; }
         & > .interrupted { color: $warning; padding: 0 1; }
     }
     """
@@ -40,27 +30,25 @@ class AssistantMessage(Vertical):
     def __init__(self, block: AssistantBlock) -> None:
         super().__init__()
         self.block = block
-        self._stream: MarkdownStream | None = None
+        # Imported with the first reply: markdown-it is a good part of the chat's start-up
+        # otherwise, and an empty chat shows no Markdown.
+        from app.ui.widgets.reply_text import ReplyText
+
+        self.reply_text: ReplyText = ReplyText(block.text)
 
     def compose(self) -> ComposeResult:
         block = self.block
         if block.reasoning:
             yield Reasoning(block.reasoning, expanded=block.reasoning_expanded, on_toggle=block.set_expanded)
-        yield _markdown_class()(block.text)
+        yield self.reply_text
         if block.interrupted:
             yield Static(_("⏸ Interrupted: the answer stops here."), classes="interrupted")
 
     async def write(self, fragment: str) -> None:
-        """Append streamed text through `Markdown.get_stream` (fragments are joined when behind)."""
-        if self._stream is None:
-            markdown = _markdown_class()
-            self._stream = markdown.get_stream(self.query_one(markdown))
-        await self._stream.write(fragment)
+        await self.reply_text.write(fragment)
 
     async def stop_stream(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            await stream.stop()
+        await self.reply_text.stop()
 
     def refresh_from_block(self) -> None:
         block = self.block
@@ -122,5 +110,5 @@ class AssistantBlock(Block):
         if (final_text, final_reasoning) != (self.text, self.reasoning):
             self.text, self.reasoning = final_text, final_reasoning
             if isinstance(widget, AssistantMessage) and widget.is_mounted:
-                await widget.query_one(_markdown_class()).update(final_text)
+                await widget.reply_text.update(final_text)
         self.refresh_widget()

@@ -11,18 +11,23 @@ lines would stall the app for seconds.
 
 from __future__ import annotations
 
+import re
+
 from textual import events
 from textual.binding import Binding
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from app.i18n import N_, _, ngettext
+from app.terminal import printable
 from app.ui import keymap, slash
 from app.ui.history import LARGE_PASTE_CHARS, PromptHistory, keeps
 from app.ui.messages import PromptSubmitted
+from app.ui.type_ahead import take_typed
 
 
 LARGE_PASTE_LINES = 60
+_TYPED_KEYS = re.compile(r"(\r|\n|\x7f|\x08)")
 
 
 class SlashCompletions(OptionList):
@@ -81,6 +86,20 @@ class Composer(TextArea):
 
     def on_mount(self) -> None:
         self.placeholder = _("Ask anything · Enter sends · Ctrl+J newline · / for commands")
+        self._replay(take_typed())
+
+    def _replay(self, typed: str) -> None:
+        """Keys typed while the chat started, as if typed now: text, Enter sends, Ctrl+J and
+        Backspace edit; other keys (arrows, Tab) are dropped."""
+        for key in _TYPED_KEYS.split(typed):
+            if key == "\r":
+                self._submit()
+            elif key == "\n":
+                self.action_newline()
+            elif key in ("\x7f", "\x08"):
+                self.action_delete_left()
+            else:
+                self.insert(printable(key).replace("\t", "").replace("\n", ""))
 
     async def _on_paste(self, event: events.Paste) -> None:
         text = event.text
@@ -102,6 +121,11 @@ class Composer(TextArea):
         return text
 
     def action_submit(self) -> None:
+        # Enter is a priority binding: the app runs it as the key arrives, while keys typed just
+        # before it (a burst: typed ahead, or sent by tmux) may still wait in this widget's queue.
+        self.call_later(self._submit)
+
+    def _submit(self) -> None:
         chosen = self.completions.chosen()
         if chosen is not None and self.text != chosen:
             self.load_text(chosen)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.widgets import Static
 
 from app.llm.projection import project_request
@@ -280,6 +281,28 @@ def test_ctrl_j_and_shift_enter_add_lines_and_enter_sends(bench) -> None:
             assert app.chat.composer.text == ""
         (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
         assert user.text == "one\ntwo\nthree"
+
+    run(scenario())
+
+
+def test_keys_arriving_in_one_burst_with_their_enter_are_sent(bench) -> None:
+    """As a terminal delivers what was typed while the chat started (or what tmux sends): the
+    keys and their Enter in one read, before the composer has handled the first of them."""
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.registry is not None)
+            driver = app._driver
+            assert driver is not None
+            for character in "hello":
+                driver.send_message(events.Key(character, character))
+            driver.send_message(events.Key("enter", "\r"))
+            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await settle(pilot)
+            assert app.chat.composer.text == ""
+        (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
+        assert user.text == "hello"
 
     run(scenario())
 

@@ -1,0 +1,114 @@
+"""A streamed reply is shown in pieces (`app/ui/widgets/reply_text.py`); on the screen it must look
+exactly as the same text shown whole, as a resumed session shows it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import pytest
+from rich.console import Console
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.pilot import Pilot
+
+from app.ui.widgets.reply_text import ReplyPiece, ReplyText
+
+pytestmark = pytest.mark.timeout(120)
+
+SECTION = """## Step {n}
+
+A paragraph with **bold** and `code`, long enough to wrap on a narrow screen: it goes on and on
+for a while, then stops.
+
+- one item
+- another item
+
+> A quotation right after a list.
+
+> And another quotation straight after it.
+
+1. first
+2. second
+
+```python
+print({n})
+```
+
+---
+"""
+REPLY = "# A long answer\n\n" + "".join(SECTION.format(n=n) for n in range(6)) + "That is all.\n"
+
+
+class _Reply(App[None]):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield ReplyText(self.text)
+
+
+async def _stream(app: _Reply, pilot: Pilot[None]) -> ReplyText:
+    """The reply in small fragments, the screen refreshed after each, then the stream stopped."""
+    reply = app.query_one(ReplyText)
+    for start in range(0, len(REPLY), 7):
+        await reply.write(REPLY[start : start + 7])
+        await pilot.pause()
+    await reply.stop()
+    await pilot.pause()
+    return reply
+
+
+def _cells(app: App[None]) -> list[tuple[str, str]]:
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor", record=True)
+    console.print(app.screen._compositor.render_update(full=True))
+    return [(char, str(segment.style)) for segment in console._record_buffer for char in segment.text]
+
+
+async def _whole(size: tuple[int, int]) -> list[tuple[str, str]]:
+    app = _Reply(REPLY)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        app.query_one(VerticalScroll).scroll_home(animate=False)
+        await pilot.pause()
+        return _cells(app)
+
+
+def test_a_streamed_reply_looks_as_the_same_text_shown_whole() -> None:
+    size = (70, 200)  # all of it on the screen
+
+    async def streamed() -> tuple[list[tuple[str, str]], int]:
+        app = _Reply("")
+        async with app.run_test(size=size) as pilot:
+            reply = await _stream(app, pilot)
+            pieces = len(reply.query_children(ReplyPiece))
+            return _cells(app), pieces
+
+    cells, pieces = asyncio.run(streamed())
+    assert pieces >= 3  # the reply holds PIECE_BLOCKS blocks several times over
+    assert cells == asyncio.run(_whole(size))
+
+
+def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_scroll() -> None:
+    size = (70, 30)
+
+    async def streamed() -> tuple[list[tuple[str, str]], int, int]:
+        app = _Reply("")
+        async with app.run_test(size=size) as pilot:
+            scroller = app.query_one(VerticalScroll)
+            scroller.anchor()
+            reply = await _stream(app, pilot)
+            aside = len(reply.query_children(".-set-aside"))
+            held = scroller.virtual_size.height
+            scroller.scroll_home(animate=False)  # the user scrolls up: they come back
+            await pilot.pause()
+            assert not reply.query_children(".-set-aside")
+            assert scroller.virtual_size.height == held  # the spacer held their place exactly
+            return _cells(app), aside, len(reply.query_children(ReplyPiece))
+
+    cells, aside, pieces = asyncio.run(streamed())
+    assert aside >= 1 and pieces >= 3
+    assert cells == asyncio.run(_whole(size))
