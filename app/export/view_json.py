@@ -22,6 +22,7 @@ from app.session.view import (
     RequestErrorItem,
     RetryItem,
     SessionView,
+    Step,
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
@@ -60,18 +61,22 @@ def item_json(item: Item) -> dict[str, Any]:
     return {"kind": ITEM_KINDS[type(item)], **_fields(item)}
 
 
+def turn_fields(turn: Turn) -> dict[str, Any]:
+    """A turn's own fields, without its children (the trajectory's detail pane shows these too)."""
+    return {"number": turn.number, "seq": turn.seq, "end_seq": turn.end_seq, "end_reason": turn.end_reason}
+
+
+def step_fields(step: Step) -> dict[str, Any]:
+    return {"number": step.number, "seq": step.seq, "end_seq": step.end_seq}
+
+
 def _turn_json(turn: Turn) -> dict[str, Any]:
     return {
-        "number": turn.number,
-        "seq": turn.seq,
-        "end_seq": turn.end_seq,
-        "end_reason": turn.end_reason,
+        **turn_fields(turn),
         "items": [item.seq for item in turn.items],
         "steps": [
             {
-                "number": step.number,
-                "seq": step.seq,
-                "end_seq": step.end_seq,
+                **step_fields(step),
                 "items": [item.seq for item in step.items],
                 "requests": [request.index for request in step.requests],
             }

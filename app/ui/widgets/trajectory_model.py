@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from rich.text import Text
 
 from app.agent.notices import instructions_notice, tool_change_notice
-from app.export.view_json import item_json
+from app.export.view_json import item_json, step_fields, turn_fields
 from app.i18n import N_, _, ngettext
 from app.session.events import ToolRegistryUpdate
 from app.session.view import (
@@ -574,21 +574,9 @@ def detail_json(entry: Entry) -> str:
     subject = entry.subject
     value: dict[str, Any]
     if isinstance(subject, Turn):
-        value = {
-            "kind": "turn",
-            "number": subject.number,
-            "seq": subject.seq,
-            "end_seq": subject.end_seq,
-            "end_reason": subject.end_reason,
-        }
+        value = {"kind": "turn", **turn_fields(subject)}
     elif isinstance(subject, Step):
-        value = {
-            "kind": "step",
-            "turn": subject.turn,
-            "number": subject.number,
-            "seq": subject.seq,
-            "end_seq": subject.end_seq,
-        }
+        value = {"kind": "step", "turn": subject.turn, **step_fields(subject)}
     elif isinstance(subject, Unreadable):
         value = {"kind": "unreadable", "seq": subject.seq, "reason": subject.reason}
     else:
