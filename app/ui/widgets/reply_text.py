@@ -69,6 +69,10 @@ class ReplyPiece(Markdown):
     def __init__(self, markdown: str) -> None:
         super().__init__(markdown)
         self.closed = False
+        # Shown through `update` (a reply mounted with its text): Textual's `append` after `update`
+        # parses again from the text's last line, not from its last block's first, which loses or
+        # repeats lines when that block is unfinished. Such a piece is built again before appending.
+        self.shown_whole = bool(markdown)
         self._closed_height = (-1, 0)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -210,7 +214,7 @@ class ReplyText(Vertical):
                 text = "".join(self._pending)
                 step = len(text) if self._stopping else STEP_CHARACTERS
                 self._pending = [text[step:]] if len(text) > step else []
-                piece = self.query_children(ReplyPiece).last()
+                piece = await self._open_piece()
                 await piece.append(text[:step])
                 await self._close_finished_blocks(piece)
                 if not self._stopping:
@@ -223,12 +227,13 @@ class ReplyText(Vertical):
         blocks = list(piece.query_children(MarkdownBlock))
         if len(blocks) <= PIECE_BLOCKS:
             return
-        # The last block is still open: the seam goes before it, or before the latest block
-        # after which the split adds no blank line.
+        # The last block is still open and may yet change kind (a "`" paragraph becomes a fence),
+        # margins included: the seam goes before the latest finished block whose top margin and
+        # the previous block's bottom margin add up to what one widget collapses them to.
         seam = next(
             (
                 index
-                for index in range(len(blocks) - 1, 0, -1)
+                for index in range(len(blocks) - 2, 0, -1)
                 if min(blocks[index - 1].styles.margin.bottom, blocks[index].styles.margin.top) == 0
             ),
             None,
@@ -240,5 +245,21 @@ class ReplyText(Vertical):
         with self.app.batch_update():
             await piece.remove_children(blocks[seam:])
             piece.closed = True
-            await self.mount(ReplyPiece(rest))
+            await self._appended_piece(rest)
         self._set_aside_out_of_sight()
+
+    async def _open_piece(self) -> ReplyPiece:
+        """The last piece, ready for `append` (see `ReplyPiece.shown_whole`)."""
+        piece = self.query_children(ReplyPiece).last()
+        if not piece.shown_whole:
+            return piece
+        with self.app.batch_update():
+            await piece.remove()
+            return await self._appended_piece(piece.source)
+
+    async def _appended_piece(self, text: str) -> ReplyPiece:
+        """A new last piece holding `text`, built through `append` so that more can follow."""
+        piece = ReplyPiece("")
+        await self.mount(piece)
+        await piece.append(text)
+        return piece
