@@ -9,6 +9,7 @@ worker that Escape cancels (the loop then closes the log exactly as `run` does o
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -93,6 +94,14 @@ class ToolscopeApp(App[None]):
     def on_mount(self) -> None:
         # Pushed rather than the default screen, so its `.tcss` is loaded with it.
         self.push_screen(self._chat)
+
+    def on_ready(self) -> None:
+        """The first frame is on the screen: collect garbage again if `toolscope chat` paused the
+        collector for its start-up. What start-up built lives as long as the app, so it is frozen
+        out of later collections (they stay short while a reply streams)."""
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
 
     @property
     def chat(self) -> ChatScreen:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,7 +92,7 @@ def test_version_imports_nothing_heavy(command: list[str]) -> None:
 
 CHAT_FIRST_FRAME = textwrap.dedent(
     """
-    import json, sys
+    import gc, json, sys
 
     import app.ui.app as chat_app
 
@@ -99,9 +100,15 @@ CHAT_FIRST_FRAME = textwrap.dedent(
         def run(self, **_options):
             return super().run(headless=True, size=(80, 24))
 
-        def on_ready(self):  # right after the first frame is written
-            print(json.dumps(sorted(sys.modules)), flush=True)
-            self.exit()
+        def on_ready(self):  # right after the first frame is written, before the app's own on_ready
+            report = {"modules": sorted(sys.modules), "collecting_at_first_frame": gc.isenabled()}
+
+            def after_the_app():
+                report.update(collecting_after=gc.isenabled(), frozen=gc.get_freeze_count())
+                print(json.dumps(report), flush=True)
+                self.exit()
+
+            self.call_later(after_the_app)
 
     chat_app.ToolscopeApp = Probe  # what `toolscope chat` runs
     from app.cli import main
@@ -117,16 +124,29 @@ NOT_BEFORE_THE_FIRST_FRAME = (
 )  # fmt: skip
 
 
-def test_the_chat_imports_the_agent_tools_http_and_pydantic_only_after_its_first_frame(tmp_path: Path) -> None:
-    """What `toolscope chat` imports up to its first frame, through the CLI as a user starts it: the
-    agent loop, the LLM adapters (httpx), the tool registry (jsonschema, MCP), the session store and
-    models (pydantic) and Markdown (markdown-it) wait until the screen is up."""
+def _chat_first_frame(home: Path) -> dict[str, Any]:
     environment = {key: value for key, value in os.environ.items() if key != "TOOLSCOPE_CONFIG"}
-    environment["TOOLSCOPE_HOME"] = str(tmp_path)  # no config file: the defaults
+    environment["TOOLSCOPE_HOME"] = str(home)  # no config file: the defaults
     result = subprocess.run(
         [sys.executable, "-c", CHAT_FIRST_FRAME], capture_output=True, text=True, timeout=120, env=environment
     )
     assert result.returncode == 0, result.stderr
-    imported = set(json.loads(result.stdout))
+    return json.loads(result.stdout)
+
+
+def test_the_chat_imports_the_agent_tools_http_and_pydantic_only_after_its_first_frame(tmp_path: Path) -> None:
+    """What `toolscope chat` imports up to its first frame, through the CLI as a user starts it: the
+    agent loop, the LLM adapters (httpx), the tool registry (jsonschema, MCP), the session store and
+    models (pydantic) and Markdown (markdown-it) wait until the screen is up."""
+    imported = set(_chat_first_frame(tmp_path)["modules"])
     assert {"textual.app", "app.cli", "app.llm.routes"} <= imported
     assert sorted(imported & set(NOT_BEFORE_THE_FIRST_FRAME)) == []
+
+
+def test_the_chat_collects_garbage_again_from_its_first_frame(tmp_path: Path) -> None:
+    """Start-up runs with the collector paused; from the first frame on it runs, without walking
+    again what start-up built (frozen)."""
+    report = _chat_first_frame(tmp_path)
+    assert report["collecting_at_first_frame"] is False
+    assert report["collecting_after"] is True
+    assert report["frozen"] > 0
