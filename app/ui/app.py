@@ -60,6 +60,9 @@ class ChatOptions:
 
 class ToolscopeApp(App[None]):
     TITLE = "toolscope"
+    # The chat screen's own stylesheet, read with the app's: pushing the screen then finds it read
+    # and does not parse the whole stylesheet again before the first frame.
+    CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"
     COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
