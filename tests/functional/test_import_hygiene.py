@@ -118,7 +118,7 @@ CHAT_FIRST_FRAME = textwrap.dedent(
 )
 NOT_BEFORE_THE_FIRST_FRAME = (
     "app.agent.loop", "app.llm.dispatch", "httpx", "jsonschema", "mcp", "app.tools.registry",
-    "app.session.store", "app.config", "markdown_it",
+    "app.session.store", "markdown_it",
     # The session models and the route catalog's old models: pydantic builds its classes slowly.
     "pydantic", "pydantic_core", "app.session.events", "app.session.view",
 )  # fmt: skip
@@ -134,12 +134,35 @@ def _chat_first_frame(home: Path) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
-def test_the_chat_imports_the_agent_tools_http_and_pydantic_only_after_its_first_frame(tmp_path: Path) -> None:
+CONFIG = """
+[defaults]
+route = "offline/demo"
+
+[compaction]
+share = 0.5
+
+[mcp.servers.git]
+command = "uvx"
+args = ["mcp-server-git"]
+
+[[routes]]
+id = "deepseek/deepseek-flash"
+tool_update = "none"
+"""
+
+
+@pytest.mark.parametrize("config", [None, CONFIG], ids=["defaults", "config-file"])
+def test_the_chat_imports_the_agent_tools_http_and_pydantic_only_after_its_first_frame(
+    tmp_path: Path, config: str | None
+) -> None:
     """What `toolscope chat` imports up to its first frame, through the CLI as a user starts it: the
     agent loop, the LLM adapters (httpx), the tool registry (jsonschema, MCP), the session store and
-    models (pydantic) and Markdown (markdown-it) wait until the screen is up."""
+    models (pydantic) and Markdown (markdown-it) wait until the screen is up, config file or not."""
+    if config is not None:
+        (tmp_path / "config.toml").write_text(config, encoding="utf-8")
     imported = set(_chat_first_frame(tmp_path)["modules"])
     assert {"textual.app", "app.cli", "app.llm.routes"} <= imported
+    assert ("app.config" in imported) == (config is not None)
     assert sorted(imported & set(NOT_BEFORE_THE_FIRST_FRAME)) == []
 
 
