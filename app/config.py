@@ -166,8 +166,10 @@ def _read_section(section: type, raw: dict[str, Any], location: Location, proble
     return values
 
 
-_SECTIONS: dict[str, type] = {}
-"""The sections a field can name, by name (annotations are strings here); filled below."""
+_SECTIONS: dict[str, type] = {
+    section.__name__: section for section in (Defaults, Plugins, McpServer, Mcp, Tools, Compaction)
+}
+"""The sections a field can name, by name (its annotation is a string here)."""
 
 
 def _read_value(annotation: str, value: Any, location: Location, problems: list[Problem]) -> Any:
@@ -212,11 +214,6 @@ def _expect(ok: bool, value: Any, location: Location, kind: str, problems: list[
         problems.append(Problem(location, kind))
         return None
     return value
-
-
-_SECTIONS.update(
-    (section.__name__, section) for section in (Defaults, Plugins, McpServer, Mcp, Tools, Compaction)
-)
 
 
 # --- messages ----------------------------------------------------------------------------------
