@@ -635,13 +635,21 @@ def _add_chat(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentP
 
 
 def _chat(options: argparse.Namespace, config: Config | None) -> int:
-    """Hold the terminal before the slow imports, so keys typed meanwhile are not misread."""
+    """Hold the terminal before the slow imports, so keys typed meanwhile are not misread.
+
+    The garbage collector waits for the first frame (`ToolscopeApp.on_ready` starts it again):
+    start-up makes hardly any garbage, but its collections walk every object the imports build.
+    """
+    import gc
+
     from app.ui.type_ahead import hold_terminal
 
+    gc.disable()
     held = hold_terminal(sys.stdin.fileno()) if sys.stdin is not None else None
     try:
         return _open_chat(options, config)
     finally:
+        gc.enable()  # however the chat ended (a bad route stops it before its first frame)
         if held is not None:
             held.release()
 

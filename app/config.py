@@ -1,17 +1,21 @@
-"""`config.toml`: strict models, and errors that name the file and the key path.
+"""`config.toml`: strict sections, and errors that name the file and the key path.
 
 Sections: `[defaults]`, `[plugins]`, `[mcp.servers.NAME]` and `[[routes]]`. A route table is kept
 as a plain dict here; the route catalog validates it against the built-in entries it overrides.
 A key this build does not know is an error, so a typo is reported instead of silently ignored.
+
+Plain frozen dataclasses read by `_read_section` from their fields' types, not pydantic models:
+`toolscope chat` reads the config before its first frame, which must not wait for pydantic. Values
+are never coerced (`route = 1` is an error, not "1").
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from app.i18n import SUPPORTED, _, ngettext, normalize_language
 
@@ -20,69 +24,73 @@ class ConfigError(Exception):
     """A config file that cannot be used; the message is one localized line naming the file."""
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+def _supported_language(value: str) -> str | None:
+    if normalize_language(value) is None:
+        return _("unsupported language '{lang}' (available: {available})").format(
+            lang=value, available=", ".join(SUPPORTED)
+        )
+    return None
 
 
-class Defaults(_Section):
+@dataclass(frozen=True)
+class Defaults:
     route: str | None = None
-    lang: str | None = None
+    lang: str | None = field(default=None, metadata={"check": _supported_language})
     theme: str | None = None
 
-    @field_validator("lang")
-    @classmethod
-    def _supported_language(cls, value: str | None) -> str | None:
-        if value is not None and normalize_language(value) is None:
-            raise ValueError(
-                _("unsupported language '{lang}' (available: {available})").format(
-                    lang=value, available=", ".join(SUPPORTED)
-                )
-            )
-        return value
+
+@dataclass(frozen=True)
+class Plugins:
+    enabled: list[str] = field(default_factory=list)
 
 
-class Plugins(_Section):
-    enabled: list[str] = Field(default_factory=list)
-
-
-class McpServer(_Section):
+@dataclass(frozen=True)
+class McpServer:
     command: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
     restart: bool = False
 
 
-class Mcp(_Section):
-    servers: dict[str, McpServer] = Field(default_factory=dict)
+@dataclass(frozen=True)
+class Mcp:
+    servers: dict[str, McpServer] = field(default_factory=dict)
 
 
-class Tools(_Section):
-    extra_roots: list[str] = Field(default_factory=list)
+def _positive(value: float) -> str | None:
+    return None if value > 0 else _("must be greater than 0")
+
+
+def _share(value: float) -> str | None:
+    return None if 0 < value <= 1 else _("must be greater than 0 and at most 1")
+
+
+@dataclass(frozen=True)
+class Tools:
+    extra_roots: list[str] = field(default_factory=list)
     """Directories the file tools may use besides the working directory (`~` is expanded)."""
-    command_timeout: float = Field(default=120.0, gt=0)
+    command_timeout: float = field(default=120.0, metadata={"check": _positive})
     """Seconds `run_command` waits by default before it kills the command."""
 
 
-class Compaction(_Section):
+@dataclass(frozen=True)
+class Compaction:
     auto: bool = True
-    share: float = Field(default=0.8, gt=0, le=1)
+    share: float = field(default=0.8, metadata={"check": _share})
     """Compact before the next request once a reply's input uses this share of the context window."""
 
 
-class Config(_Section):
-    defaults: Defaults = Field(default_factory=Defaults)
-    plugins: Plugins = Field(default_factory=Plugins)
-    tools: Tools = Field(default_factory=Tools)
-    compaction: Compaction = Field(default_factory=Compaction)
-    mcp: Mcp = Field(default_factory=Mcp)
+@dataclass(frozen=True)
+class Config:
+    defaults: Defaults = field(default_factory=Defaults)
+    plugins: Plugins = field(default_factory=Plugins)
+    tools: Tools = field(default_factory=Tools)
+    compaction: Compaction = field(default_factory=Compaction)
+    mcp: Mcp = field(default_factory=Mcp)
     # Route overrides, validated by the route catalog (it knows which keys each entry takes).
-    routes: list[dict[str, Any]] = Field(default_factory=list)
-    _source: Path | None = PrivateAttr(default=None)
-
-    @property
-    def source(self) -> Path | None:
-        """The file this config was read from, for messages that point the user at it."""
-        return self._source
+    routes: list[dict[str, Any]] = field(default_factory=list)
+    source: Path | None = field(default=None, compare=False, metadata={"read": False})
+    """The file this config was read from, for messages that point the user at it."""
 
 
 def load_config(path: Path | None) -> Config:
@@ -111,22 +119,110 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(
             _("{file}: invalid TOML: {reason}").format(file=path, reason=error)
         ) from None
-    try:
-        config = Config.model_validate(raw)
-    except ValidationError as error:
-        raise ConfigError(_describe(error, raw, path)) from None
-    config._source = path
-    return config
+    problems: list[Problem] = []
+    values = _read_section(Config, raw, (), problems)
+    if problems:
+        raise ConfigError(_describe(problems, raw, path))
+    return Config(**values, source=path)
 
 
 def _reason(error: Exception) -> str:
     return getattr(error, "strerror", None) or str(error)
 
 
-def _describe(error: ValidationError, raw: dict[str, Any], path: Path) -> str:
+# --- reading -----------------------------------------------------------------------------------
+
+Location = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in the file: where (keys and list positions) and what (`kind`, and the
+    reason for a value a check refused)."""
+
+    location: Location
+    kind: str
+    reason: str = ""
+
+
+def _read_section(section: type, raw: dict[str, Any], location: Location, problems: list[Problem]) -> dict[str, Any]:
+    """The keyword arguments of `section` from its TOML table; problems are appended, not raised."""
+    values: dict[str, Any] = {}
+    known = {item.name: item for item in fields(section) if item.metadata.get("read", True)}
+    for key in raw:
+        if key not in known:
+            problems.append(Problem((*location, key), "unknown"))
+    for name, item in known.items():
+        if name not in raw:
+            if item.default is MISSING and item.default_factory is MISSING:
+                problems.append(Problem((*location, name), "missing"))
+            continue
+        value = _read_value(item.type, raw[name], (*location, name), problems)
+        check: Callable[[Any], str | None] | None = item.metadata.get("check")
+        reason = check(value) if check is not None and value is not None else None
+        if reason is not None:
+            problems.append(Problem((*location, name), "refused", reason))
+        values[name] = value
+    return values
+
+
+_SECTIONS: dict[str, type] = {
+    section.__name__: section for section in (Defaults, Plugins, McpServer, Mcp, Tools, Compaction)
+}
+"""The sections a field can name, by name (its annotation is a string here)."""
+
+
+def _read_value(annotation: str, value: Any, location: Location, problems: list[Problem]) -> Any:
+    """`value` if it has the type `annotation` names (the few this file uses), else a problem."""
+    optional = annotation.endswith(" | None")
+    kind = annotation.removesuffix(" | None")
+    if value is None and optional:  # never from TOML, which has no null
+        return None
+    if kind == "Any":
+        return value
+    if kind in _SECTIONS:
+        if not isinstance(value, dict):
+            problems.append(Problem(location, "table"))
+            return None
+        found = len(problems)
+        values = _read_section(_SECTIONS[kind], value, location, problems)
+        return _SECTIONS[kind](**values) if len(problems) == found else None
+    if kind == "str":
+        return _expect(isinstance(value, str), value, location, "string", problems)
+    if kind == "bool":
+        return _expect(isinstance(value, bool), value, location, "bool", problems)
+    if kind == "float":
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return _expect(is_number, value, location, "number", problems)
+    if kind.startswith("list["):
+        if not isinstance(value, list):
+            problems.append(Problem(location, "array"))
+            return None
+        item = kind.removeprefix("list[").removesuffix("]")
+        return [_read_value(item, entry, (*location, index), problems) for index, entry in enumerate(value)]
+    if kind.startswith("dict[str, "):
+        if not isinstance(value, dict):
+            problems.append(Problem(location, "table"))
+            return None
+        item = kind.removeprefix("dict[str, ").removesuffix("]")
+        return {key: _read_value(item, entry, (*location, key), problems) for key, entry in value.items()}
+    raise TypeError(f"config field type {annotation!r} has no reader")  # a bug here, not in the file
+
+
+def _expect(ok: bool, value: Any, location: Location, kind: str, problems: list[Problem]) -> Any:
+    if not ok:
+        problems.append(Problem(location, kind))
+        return None
+    return value
+
+
+# --- messages ----------------------------------------------------------------------------------
+
+
+def _describe(problems: list[Problem], raw: dict[str, Any], path: Path) -> str:
     """`config.toml: [defaults] unknown key 'rout'` for the first problem, and how many more."""
     # Unknown keys first: a typo is the likeliest cause of the other problems in its table.
-    problems = sorted(error.errors(), key=lambda problem: problem["type"] != "extra_forbidden")
+    problems = sorted(problems, key=lambda problem: problem.kind != "unknown")
     first = _problem(problems[0], raw)
     line = _("{file}: {problem}").format(file=path, problem=first)
     if len(problems) > 1:
@@ -135,19 +231,18 @@ def _describe(error: ValidationError, raw: dict[str, Any], path: Path) -> str:
     return line
 
 
-def _problem(problem: dict[str, Any], raw: dict[str, Any]) -> str:
-    table, key = _split_location(problem["loc"], raw)
+def _problem(problem: Problem, raw: dict[str, Any]) -> str:
+    table, key = _split_location(problem.location, raw)
     where = f"[{table}] " if table else ""
-    kind = problem["type"]
-    if kind == "extra_forbidden":
+    if problem.kind == "unknown":
         return where + _("unknown key '{key}'").format(key=key)
-    if kind == "missing":
+    if problem.kind == "missing":
         return where + _("missing key '{key}'").format(key=key)
     return where + _("{key}: {reason}").format(key=key, reason=_expected(problem))
 
 
-def _split_location(location: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str, str]:
-    """Split pydantic's location into the TOML table path and the key inside it.
+def _split_location(location: Location, raw: dict[str, Any]) -> tuple[str, str]:
+    """Split a problem's location into the TOML table path and the key inside it.
 
     The leading segments that name tables in the file form the table path (`mcp.servers.git`);
     the rest is the key, with list positions as `[i]` (`args[0]`). A `[[routes]]` entry is
@@ -168,15 +263,14 @@ def _split_location(location: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str
     return ".".join(table), key
 
 
-def _expected(problem: dict[str, Any]) -> str:
-    kind = problem["type"]
-    if kind == "value_error":
-        return str(problem["ctx"]["error"])
+def _expected(problem: Problem) -> str:
+    if problem.kind == "refused":
+        return problem.reason
     messages = {
-        "string_type": _("expected a string"),
-        "bool_type": _("expected true or false"),
-        "list_type": _("expected an array"),
-        "dict_type": _("expected a table"),
-        "model_type": _("expected a table"),
+        "string": _("expected a string"),
+        "bool": _("expected true or false"),
+        "number": _("expected a number"),
+        "array": _("expected an array"),
+        "table": _("expected a table"),
     }
-    return messages.get(kind, problem["msg"])
+    return messages[problem.kind]

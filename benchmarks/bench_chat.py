@@ -169,34 +169,74 @@ if kind == "bare":
 
     Bare().run(headless=True, size=(120, 40))
 else:
-    from pathlib import Path
-    from app.agent.runtime import catalog_from
-    from app.ui.app import ChatOptions, ToolscopeApp
-    session = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    # Started as a user starts it, `toolscope chat` (app.cli), whose app is swapped for a timed one
+    # (headless, at the bench's size) as it is imported: what the CLI does first is timed too.
+    import importlib.abc
+    from importlib.machinery import PathFinder
+    session = sys.argv[2] if len(sys.argv) > 2 else None
 
-    class Timed(ToolscopeApp):
-        def on_ready(self):
-            def shown():
-                conversation = self.chat.conversation
-                if session is None:
-                    painted(self)
-                elif conversation.children and all(child.is_mounted for child in conversation.children):
-                    self.call_after_refresh(filled)
-                else:
-                    self.set_timer(0.001, shown)
+    def timed(module):
+        class Timed(module.ToolscopeApp):
+            def run(self, **_options):
+                return super().run(headless=True, size=(120, 40))
 
-            def filled():
-                # The resumed blocks are laid out: painted once they fill the view.
-                conversation = self.chat.conversation
-                if conversation.virtual_size.height > conversation.size.height or not conversation.has_earlier:
-                    painted(self)
-                else:
-                    self.set_timer(0.001, filled)
+            def on_ready(self):
+                def shown():
+                    conversation = self.chat.conversation
+                    if session is None:
+                        painted(self)
+                    elif conversation.children and all(child.is_mounted for child in conversation.children):
+                        self.call_after_refresh(filled)
+                    else:
+                        self.set_timer(0.001, shown)
 
-            shown()
+                def filled():
+                    # The resumed blocks are laid out: painted once they fill the view.
+                    conversation = self.chat.conversation
+                    if conversation.virtual_size.height > conversation.size.height or not conversation.has_earlier:
+                        painted(self)
+                    else:
+                        self.set_timer(0.001, filled)
 
-    Timed(ChatOptions(catalog=catalog_from(None), route_id="offline/demo", session_path=session)).run(headless=True, size=(120, 40))
+                shown()
+
+        module.ToolscopeApp = Timed  # what `run_chat` starts
+
+    class TimeTheApp(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "app.ui.app":
+                return None
+            sys.meta_path.remove(self)
+            spec = PathFinder.find_spec(name, path)
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                timed(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, TimeTheApp())
+    from app.cli import main
+
+    sys.exit(main(["chat", "--route", "offline/demo", *(["--session", session] if session else [])]))
 """
+
+
+# Each fresh interpreter starts as an installed program does, with every module's bytecode cached
+# (pip compiles it at install time). Where PYTHONDONTWRITEBYTECODE is set, toolscope's sources
+# would otherwise be compiled again at each start while Textual's came compiled: the caches go to a
+# folder of the bench's own, written by a first, untimed start of each kind (`_warm_up`).
+FIRST_FRAME_ENVIRONMENT = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"} | {
+    "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="toolscope-bench-bytecode-")
+}
+
+
+def _warm_up() -> None:
+    """Write the bytecode caches (and read every file once) before any start is timed."""
+    _first_frame("bare")
+    _first_frame("chat")
 
 
 def _first_frame(*args: str) -> float:
@@ -204,7 +244,12 @@ def _first_frame(*args: str) -> float:
     blocks, when one is given), as a user waits for it; shutting down is not counted."""
     start = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-c", FIRST_FRAME, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, "-c", FIRST_FRAME, *args],
+        cwd=ROOT,
+        env=FIRST_FRAME_ENVIRONMENT,
+        stdin=subprocess.DEVNULL,  # the chat must not take the terminal the bench runs in
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -287,6 +332,7 @@ def main() -> int:
     chat_frames = []
     if phases & {"first-frame", "resume"}:
         # Alternated, so that a busy moment of the machine weighs on both alike.
+        _warm_up()
         bare_frames = []
         for _ in range(options.rounds):
             bare_frames.append(_first_frame("bare"))

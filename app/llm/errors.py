@@ -3,11 +3,17 @@
 `Failure` is the session log's own model (the `failure` of `agent/request-error` and `llm/retry`),
 re-exported here so the loop logs exactly what an adapter reported, with no conversion in between.
 Build it with keywords: `Failure(code=RATE_LIMIT, message=…, status=429, retry_after_ms=2000)`.
+
+`Failure` is imported on first use (module `__getattr__`): the route catalog needs only the codes,
+and the chat's first frame must not wait for the session models (pydantic).
 """
 
 from __future__ import annotations
 
-from app.session.events import Failure
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.session.events import Failure
 
 __all__ = [
     "ABORTED",
@@ -69,3 +75,11 @@ DEFAULT_RETRYABLE: frozenset[str] = frozenset(
 )
 """Codes the retry policy retries unless configured otherwise: the ones a second try can fix.
 `MALFORMED_TOOL_CALL` is here because a call without identity is a provider hiccup (seed 004)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Failure":
+        from app.session.events import Failure
+
+        return Failure
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,9 +13,8 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Literal, get_args
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.i18n import N_, _
 from app.llm.errors import DEFAULT_RETRYABLE, FAILURE_CODES
@@ -36,12 +35,15 @@ def _openai_sdk_rule() -> str:
     return _('openai-sdk routes can only use tool_update = "none"')
 
 
-class Route(BaseModel):
-    """One catalog entry. `label` is the English display name; show it with `display_label`."""
+@dataclass(frozen=True, kw_only=True)
+class Route:
+    """One catalog entry. `label` is the English display name; show it with `display_label`.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    A plain dataclass, not a pydantic model: the chat builds the catalog before its first frame,
+    which must not wait for pydantic. `[[routes]]` tables are checked key by key by `load_catalog`.
+    """
 
-    id: str = Field(min_length=1)
+    id: str
     dialect: Dialect
     model: str
     base_url: str
@@ -50,32 +52,30 @@ class Route(BaseModel):
     system_prompt: SystemPromptMode = "top"
     tool_update_beta: str = DEFAULT_TOOL_UPDATE_BETA
     beta_header: str = DEFAULT_BETA_HEADER
-    context_window: int = Field(default=128_000, gt=0)
-    max_output_tokens: int = Field(default=8_192, gt=0)
+    context_window: int = 128_000
+    max_output_tokens: int = 8_192
     label: str = ""
     # The retry policy of DESIGN §7, per route, how long a silent stream may stall and how long
     # one request may take in all.
-    max_retries: int = Field(default=5, ge=0)
-    retry_base_delay: float = Field(default=0.5, gt=0)
-    retry_max_delay: float = Field(default=10.0, gt=0)
+    max_retries: int = 5
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 10.0
     retryable: tuple[str, ...] = tuple(sorted(DEFAULT_RETRYABLE))
-    idle_timeout: float = Field(default=120.0, gt=0)
-    request_timeout: float = Field(default=600.0, gt=0)  # all of one request, however lively
+    idle_timeout: float = 120.0
+    request_timeout: float = 600.0  # all of one request, however lively
     reasoning_history: ReasoningHistory = "reasoning_content"
 
-    @model_validator(mode="after")
-    def _openai_sdk_declares_no_mode(self) -> Route:
+    def __post_init__(self) -> None:
         # The library-backed route cannot put tool changes into the history (seed 000: `pi-ai`).
         if self.dialect == "openai-sdk" and self.tool_update != "none":
             raise ValueError(_openai_sdk_rule())
-        return self
 
     @property
     def sends_tool_updates(self) -> bool:
         """Whether requests on this route may carry update blocks and `defer_loading` at all.
 
-        Checks the dialect too, so a route copied with `model_copy(update=…)` (which skips
-        validation) still never sends updates over the openai-sdk client.
+        Checks the dialect too, so a route that got past the check (a bug) still never sends
+        updates over the openai-sdk client.
         """
         return self.tool_update != "none" and self.dialect != "openai-sdk"
 
@@ -229,12 +229,10 @@ class RouteCatalog:
 
 # --- [[routes]] tables ----------------------------------------------------------------------------
 
-ROUTE_KEYS: tuple[str, ...] = tuple(Route.model_fields)
+ROUTE_KEYS: tuple[str, ...] = tuple(field.name for field in fields(Route))
 NEW_ROUTE_KEYS = ("dialect", "model", "base_url")
 """What a table adding a route must give; the other keys have defaults (the label is the id)."""
-_ROUTE_DEFAULTS = {
-    name: field.default for name, field in Route.model_fields.items() if not field.is_required()
-}
+_ROUTE_DEFAULTS = {field.name: field.default for field in fields(Route) if field.default is not MISSING}
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -267,9 +265,9 @@ def load_catalog(overrides: Sequence[Mapping[str, Any]] = ()) -> RouteCatalog:
                 )
             merged = {**_ROUTE_DEFAULTS, "label": route_id, **values}
         else:
-            merged = {**built_in.model_dump(), **values}
+            merged = {**asdict(built_in), **values}
         _check_combination(route_id, merged)
-        routes[route_id] = Route.model_validate(merged)
+        routes[route_id] = Route(**merged)
     return RouteCatalog(routes.values())
 
 

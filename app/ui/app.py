@@ -9,6 +9,7 @@ worker that Escape cancels (the loop then closes the log exactly as `run` does o
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ class ChatOptions:
 
 class ToolscopeApp(App[None]):
     TITLE = "toolscope"
+    # The chat screen's own stylesheet, read with the app's: pushing the screen then finds it read
+    # and does not parse the whole stylesheet again before the first frame.
+    CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"
     COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
@@ -93,6 +97,14 @@ class ToolscopeApp(App[None]):
     def on_mount(self) -> None:
         # Pushed rather than the default screen, so its `.tcss` is loaded with it.
         self.push_screen(self._chat)
+
+    def on_ready(self) -> None:
+        """The first frame is on the screen: collect garbage again if `toolscope chat` paused the
+        collector for its start-up. What start-up built lives as long as the app, so it is frozen
+        out of later collections (they stay short while a reply streams)."""
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
 
     @property
     def chat(self) -> ChatScreen:

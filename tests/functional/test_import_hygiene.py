@@ -7,10 +7,12 @@ snapshot plugin.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,26 +92,84 @@ def test_version_imports_nothing_heavy(command: list[str]) -> None:
 
 CHAT_FIRST_FRAME = textwrap.dedent(
     """
-    import json, sys
+    import gc, json, sys
 
-    from app.agent.runtime import catalog_from, default_route_id
-    from app.ui.app import ChatOptions, ToolscopeApp
+    import app.ui.app as chat_app
 
-    print(json.dumps(sorted(sys.modules)))
+    class Probe(chat_app.ToolscopeApp):
+        def run(self, **_options):
+            return super().run(headless=True, size=(80, 24))
+
+        def on_ready(self):  # right after the first frame is written, before the app's own on_ready
+            report = {"modules": sorted(sys.modules), "collecting_at_first_frame": gc.isenabled()}
+
+            def after_the_app():
+                report.update(collecting_after=gc.isenabled(), frozen=gc.get_freeze_count())
+                print(json.dumps(report), flush=True)
+                self.exit()
+
+            self.call_later(after_the_app)
+
+    chat_app.ToolscopeApp = Probe  # what `toolscope chat` runs
+    from app.cli import main
+
+    sys.exit(main(["chat"]))
     """
 )
 NOT_BEFORE_THE_FIRST_FRAME = (
     "app.agent.loop", "app.llm.dispatch", "httpx", "jsonschema", "mcp", "app.tools.registry",
-    "app.session.store", "app.config", "markdown_it",
+    "app.session.store", "markdown_it",
+    # The session models and the route catalog's old models: pydantic builds its classes slowly.
+    "pydantic", "pydantic_core", "app.session.events", "app.session.view",
 )  # fmt: skip
 
 
-def test_the_chat_imports_the_agent_tools_and_http_only_after_its_first_frame() -> None:
-    """What `toolscope chat` imports to build its app: the agent loop, the LLM adapters (httpx),
-    the tool registry (jsonschema, MCP), the session store and Markdown (markdown-it) wait until
-    the screen is up."""
-    result = subprocess.run([sys.executable, "-c", CHAT_FIRST_FRAME], capture_output=True, text=True, timeout=120)
+def _chat_first_frame(home: Path) -> dict[str, Any]:
+    environment = {key: value for key, value in os.environ.items() if key != "TOOLSCOPE_CONFIG"}
+    environment["TOOLSCOPE_HOME"] = str(home)  # no config file: the defaults
+    result = subprocess.run(
+        [sys.executable, "-c", CHAT_FIRST_FRAME], capture_output=True, text=True, timeout=120, env=environment
+    )
     assert result.returncode == 0, result.stderr
-    imported = set(json.loads(result.stdout))
-    assert "textual.app" in imported
+    return json.loads(result.stdout)
+
+
+CONFIG = """
+[defaults]
+route = "offline/demo"
+
+[compaction]
+share = 0.5
+
+[mcp.servers.git]
+command = "uvx"
+args = ["mcp-server-git"]
+
+[[routes]]
+id = "deepseek/deepseek-flash"
+tool_update = "none"
+"""
+
+
+@pytest.mark.parametrize("config", [None, CONFIG], ids=["defaults", "config-file"])
+def test_the_chat_imports_the_agent_tools_http_and_pydantic_only_after_its_first_frame(
+    tmp_path: Path, config: str | None
+) -> None:
+    """What `toolscope chat` imports up to its first frame, through the CLI as a user starts it: the
+    agent loop, the LLM adapters (httpx), the tool registry (jsonschema, MCP), the session store and
+    models (pydantic) and Markdown (markdown-it) wait until the screen is up, config file or not."""
+    if config is not None:
+        (tmp_path / "config.toml").write_text(config, encoding="utf-8")
+    imported = set(_chat_first_frame(tmp_path)["modules"])
+    assert {"textual.app", "app.cli", "app.llm.routes"} <= imported
+    assert ("app.config" in imported) == (config is not None)
     assert sorted(imported & set(NOT_BEFORE_THE_FIRST_FRAME)) == []
+
+
+def test_the_chat_collects_garbage_again_from_its_first_frame(tmp_path: Path) -> None:
+    """Start-up runs with the collector paused; from the first frame on it runs, without walking
+    again what start-up built (frozen)."""
+    report = _chat_first_frame(tmp_path)
+    assert report["collecting_at_first_frame"] is False
+    assert report["collecting_after"] is True
+    assert report["frozen"] > 0

@@ -18,7 +18,6 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from app.i18n import N_, _
-from app.session.events import TurnEnd
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
 from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
@@ -128,6 +127,8 @@ class ChatScreen(Screen[None]):
         self.status.reset(usage)
 
     async def on_event_appended(self, message: EventAppended) -> None:
+        from app.session.events import TurnEnd
+
         view = self.app.view()
         if view is None:
             return

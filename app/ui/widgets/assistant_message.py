@@ -9,12 +9,12 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from app.i18n import _
-from app.session.view import AssistantItem
 from app.terminal import PrintableStream, printable
 from app.ui.widgets.block import Block
 from app.ui.widgets.reasoning import Reasoning
 
 if TYPE_CHECKING:
+    from app.session.view import AssistantItem
     from app.ui.widgets.reply_text import ReplyText
 
 

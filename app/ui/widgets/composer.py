@@ -91,7 +91,8 @@ class Composer(TextArea):
     def _replay(self, typed: str) -> None:
         """Keys typed while the chat started, as if typed now: text, Enter sends, Ctrl+J and
         Backspace edit; other keys (arrows, Tab) are dropped."""
-        for key in _TYPED_KEYS.split(typed):
+        # Without the empty pieces `split` leaves: inserting nothing is a whole edit of the text area.
+        for key in filter(None, _TYPED_KEYS.split(typed)):
             if key == "\r":
                 self._submit()
             elif key == "\n":

@@ -20,31 +20,24 @@ from typing import TYPE_CHECKING
 from textual.containers import VerticalScroll
 from textual.events import Resize
 
-from app.llm.stream import BlockDelta, BlockStart, StreamEvent
-from app.session.events import ToolCallContent
-from app.session.view import (
-    AssistantItem,
-    ContextItem,
-    Item,
-    RequestErrorItem,
-    RetryItem,
-    SummaryItem,
-    ToolCallItem,
-    ToolResultItem,
-    UserItem,
-)
 from app.ui.messages import NewOutputBelow
 from app.ui.widgets.assistant_message import AssistantBlock, AssistantMessage
 from app.ui.widgets.block import Block
-from app.ui.widgets.context_node import ContextBlock
 from app.ui.widgets.failure_nodes import ErrorBlock, RetryBlock
 from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
 from app.ui.widgets.tool_call import ToolCallBlock
 from app.ui.widgets.user_message import UserBlock
 
 if TYPE_CHECKING:
+    # The session models (pydantic) are imported with the first item or stream event, not before
+    # the chat's first frame.
+    from app.llm.stream import StreamEvent
+    from app.session.events import ToolCallContent
     from app.session.indexed import IndexedView
-    from app.session.view import Turn
+    from app.session.view import Item, Turn
+
+    Entry = Item | str
+    """A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
 
 WINDOW = 120
 """At most this many blocks have a widget mounted."""
@@ -57,9 +50,6 @@ FIRST_ROWS_PER_BLOCK = 4
 are taller: a message has its margins, a tool call its result; the rest of the window follows)."""
 READ_BACK = 64
 """Items read at a time while looking for the start of a turn."""
-
-Entry = Item | str
-"""A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
 
 
 class SessionHistory:
@@ -191,6 +181,8 @@ class Conversation(VerticalScroll, can_focus=False):
         self.anchor()
 
     async def add_item(self, item: Item) -> None:
+        from app.session.view import AssistantItem, RequestErrorItem
+
         if isinstance(item, (AssistantItem, RequestErrorItem)):
             live = self._live_reply
             self._close_live_reply()
@@ -233,6 +225,8 @@ class Conversation(VerticalScroll, can_focus=False):
             await widget.remove()
 
     async def stream(self, event: StreamEvent) -> None:
+        from app.llm.stream import BlockDelta, BlockStart
+
         if isinstance(event, BlockStart):
             self._stream_kinds[event.index] = event.kind
             if event.kind in ("text", "reasoning") and self._live_reply is None:
@@ -250,6 +244,19 @@ class Conversation(VerticalScroll, can_focus=False):
 
     def _blocks_of(self, entry: Entry, *, live: bool) -> list[Block]:
         """The new blocks one log entry adds (a tool call or result updates its call's block)."""
+        from app.session.events import ToolCallContent
+        from app.session.view import (
+            AssistantItem,
+            ContextItem,
+            RequestErrorItem,
+            RetryItem,
+            SummaryItem,
+            ToolCallItem,
+            ToolResultItem,
+            UserItem,
+        )
+        from app.ui.widgets.context_node import ContextBlock
+
         if isinstance(entry, str):
             return [TurnEndBlock(entry)] if entry in TurnEndBlock.SHOWN else []
         if isinstance(entry, UserItem):

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.widgets import Static
 from textual.timer import Timer
 
 from app.i18n import _
-from app.session.view import RequestErrorItem, RetryItem
 from app.ui.text import literal
 from app.ui.widgets.block import Block
+
+if TYPE_CHECKING:
+    from app.session.view import RequestErrorItem, RetryItem
 
 
 class ErrorNode(Static):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.widgets import Static
 
 from app.i18n import N_, _
-from app.session.view import SummaryItem
 from app.ui.text import literal
 from app.ui.widgets.block import Block, ExpandsOnClick
+
+if TYPE_CHECKING:
+    from app.session.view import SummaryItem
 
 
 class CompactionNode(ExpandsOnClick, Static, can_focus=True):

@@ -9,7 +9,6 @@ from textual.widgets import Static
 
 from app.i18n import _
 from app.llm.routes import Route
-from app.session.view import AssistantItem, HeaderItem, RetryItem, SummaryItem
 
 OFFLINE_ROUTE = "offline/demo"
 
@@ -26,6 +25,8 @@ class Usage:
 
     def count(self, item: object) -> None:
         """Fold one item of the view into the figures (live and on resume alike)."""
+        from app.session.view import AssistantItem, HeaderItem, RetryItem, SummaryItem
+
         if isinstance(item, AssistantItem) and item.usage is not None:
             usage = item.usage
             self.last_in, self.last_out = usage.input, usage.output

@@ -5,15 +5,19 @@ A long result is collapsed to its first lines; a failed one is expanded. Click o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
 from app.i18n import N_, _, ngettext
-from app.session.events import ToolCallContent
-from app.session.view import ToolResultItem
 from app.ui.text import clip_lines, literal
 from app.ui.widgets.block import Block, ExpandsOnClick
+
+if TYPE_CHECKING:
+    from app.session.events import ToolCallContent
+    from app.session.view import ToolResultItem
 
 COLLAPSED_LINES = 6
 ARGUMENT_CHARS = 200

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.widgets import Static
 
-from app.session.view import UserItem
 from app.ui.text import literal
 from app.ui.widgets.block import Block
+
+if TYPE_CHECKING:
+    from app.session.view import UserItem
 
 
 class UserMessage(Static):

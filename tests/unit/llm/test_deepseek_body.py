@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.llm.deepseek.body import SUMMARY_PREFIX, build_chat_request
@@ -168,7 +170,7 @@ def test_past_reasoning_goes_back_in_the_field_the_route_names(route_key, fields
     route = load_catalog([{"id": "x/chat", "dialect": "deepseek-chat", "model": "m", "base_url": "http://h", **route_key}]).get("x/chat")
     call = ToolCallContent(call_id="call_1", name="read", arguments="{}")
     reasoned = assistant(2, ReasoningContent(text="Look first."), call)
-    for wire in (build_wire(projected([user(1), reasoned]), route, {}), build_wire(projected([user(1), reasoned]), route.model_copy(update={"dialect": "openai-sdk"}), {})):
+    for wire in (build_wire(projected([user(1), reasoned]), route, {}), build_wire(projected([user(1), reasoned]), replace(route, dialect="openai-sdk"), {})):
         message = wire.body["messages"][-1]
         assert {key: message[key] for key in ("reasoning_content", "reasoning") if key in message} == fields
 

@@ -13,6 +13,7 @@ Two notions are defined here, at the projection level:
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from itertools import pairwise
 
 from hypothesis import given, settings
@@ -32,11 +33,9 @@ CATALOG = load_catalog()
 _offline = CATALOG.get("offline/demo")
 ROUTES: tuple[Route, ...] = (
     *CATALOG,
-    _offline.model_copy(update={"id": "variant/in-history-top", "system_prompt": "top"}),
-    _offline.model_copy(
-        update={"id": "variant/addition-only-in-history", "tool_update": "addition-only"}
-    ),
-    _offline.model_copy(update={"id": "variant/none", "tool_update": "none"}),
+    replace(_offline, id="variant/in-history-top", system_prompt="top"),
+    replace(_offline, id="variant/addition-only-in-history", tool_update="addition-only"),
+    replace(_offline, id="variant/none", tool_update="none"),
 )
 IN_HISTORY_PROMPTS = [r for r in ROUTES if r.tool_update == "in-history" and r.system_in_history]
 
