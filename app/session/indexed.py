@@ -155,7 +155,7 @@ class Cursor:
 
         def load() -> list[Message]:
             seqs = [*pinned, *_positions(chain.types, MESSAGE_CODES, start, stop)]
-            return [item_of(event) for event in chain.select(seqs)]  # type: ignore[misc]
+            return [item_of(event) for event in chain.decoded(seqs)]  # type: ignore[misc]
 
         return FoldSeed(
             next_seq=self.seq,
@@ -448,7 +448,7 @@ class IndexedView:
 
     def item_run(self, start: int, stop: int) -> list[Item]:
         """Items `start..stop-1`, parsed from one read."""
-        events = self._chain.select(self._items.run(start, stop))
+        events = self._chain.decoded(self._items.run(start, stop))
         return [item for item in map(item_of, events) if item is not None]
 
     def position(self, seq: int) -> tuple[int, int, int]:
