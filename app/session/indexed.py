@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
 
 from app.i18n import _
-from app.session.chain import Chain
+from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
 from app.session.events import (
     CompactionSummary,
@@ -155,7 +155,8 @@ class Cursor:
 
         def load() -> list[Message]:
             seqs = [*pinned, *_positions(chain.types, MESSAGE_CODES, start, stop)]
-            return [item_of(event) for event in chain.decoded(seqs)]  # type: ignore[misc]
+            with collector_paused():
+                return [item_of(event) for event in chain.decoded(seqs)]  # type: ignore[misc]
 
         return FoldSeed(
             next_seq=self.seq,
@@ -448,8 +449,9 @@ class IndexedView:
 
     def item_run(self, start: int, stop: int) -> list[Item]:
         """Items `start..stop-1`, parsed from one read."""
-        events = self._chain.decoded(self._items.run(start, stop))
-        return [item for item in map(item_of, events) if item is not None]
+        with collector_paused():
+            events = self._chain.decoded(self._items.run(start, stop))
+            return [item for item in map(item_of, events) if item is not None]
 
     def position(self, seq: int) -> tuple[int, int, int]:
         """(turn, step, requests made before) at `seq`: what a list row shows beside its item."""
