@@ -126,6 +126,15 @@ class Chain:
         segment = self.segments[position]
         return segment, seq - segment.first_seq
 
+    def counted(self, codes: bytes) -> int | None:
+        """How many events of the session have a type code in `codes`, when the line index keeps
+        the count (one file, its lines all indexed); None when only a pass over `types` can tell."""
+        own = self.own
+        if self.types is not own.index.types:
+            return None
+        counts = own.index.code_counts()
+        return sum(counts.get(code, 0) for code in codes)
+
     def type_at(self, seq: int) -> int:
         segment, line = self.locate(seq)
         if line < len(segment.index):

@@ -18,7 +18,7 @@ from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session import invariants
 from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
-from app.session.index import CHUNK_SIZE, INDEX_MAGIC, TYPE_CODES, index_path
+from app.session.index import CHUNK_SIZE, INDEX_MAGIC, INDEX_VERSION, TYPE_CODES, index_path
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.reader import decode_event_line
@@ -392,18 +392,20 @@ def _cache_sections(path: Path) -> tuple[bytes, dict[str, bytes]]:
     return data[: start - sum(meta["sections"].values())], sections
 
 
-def test_a_version_2_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
-    """A cache of the previous version (JSON sections) is indexed again: its validation record is
-    not read, so the writer validates every line and finds an edit the record would have covered."""
+def test_a_previous_version_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
+    """A cache of the previous version (without code counts) is indexed again: its validation
+    record is not read, so the writer validates every line and finds an edit the record would have
+    covered."""
     path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
     cache = index_path(path)
-    cache.write_bytes(cache.read_bytes().replace(b'{"version":3,', b'{"version":2,', 1))
+    current, previous = f'{{"version":{INDEX_VERSION},', f'{{"version":{INDEX_VERSION - 1},'
+    cache.write_bytes(cache.read_bytes().replace(current.encode(), previous.encode(), 1))
 
     with pytest.raises(SessionCorruptionError) as caught:
         SessionWriter.open(path)
 
     assert caught.value.line == SIXTH_CALL_LINE
-    assert _cache_meta(path)["version"] == 3
+    assert _cache_meta(path)["version"] == INDEX_VERSION
 
 
 @pytest.mark.parametrize(
