@@ -265,7 +265,7 @@ class Positions:
         after = total - n  # such events from the n-th on
         size = len(self._types)
         # The span from the end that holds them, grown fourfold (the tail's are in the first one).
-        span, high = BLOCK // 4, size
+        span, high = max(1, BLOCK // 4), size
         while _count(self._types, self._codes, max(0, size - span), size) < after:
             if span >= min(size, TAIL_SPAN):
                 return None
