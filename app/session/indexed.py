@@ -371,15 +371,15 @@ class IndexedView:
         self.header: SessionHeader = chain.header
         self._chain = chain
         self._every = every
-        # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used.
-        self._checkpoints: list[bytes] = []
+        # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used; the
+        # lines are read from the index when a state is first wanted (the tail needs none).
+        self._loaded_checkpoints: list[bytes] | None = None
         self._unsaved = False
         self._requests = Positions(chain.types, REQUEST_CODES, lambda: chain.counted(REQUEST_CODES))
         self._turn_starts = Positions(chain.types, TURN_CODES, lambda: chain.counted(TURN_CODES))
         item_codes = _item_codes()
         self._items = Positions(chain.types, item_codes, lambda: chain.counted(item_codes))
         self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
-        self._load_checkpoints()
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
@@ -558,19 +558,26 @@ class IndexedView:
             self._checkpoints.append(cursor.encoded())
         self._unsaved = True
 
-    def _load_checkpoints(self) -> None:
+    @property
+    def _checkpoints(self) -> list[bytes]:
+        if self._loaded_checkpoints is None:
+            self._loaded_checkpoints = self._load_checkpoints()
+        return self._loaded_checkpoints
+
+    def _load_checkpoints(self) -> list[bytes]:
         """The checkpoints kept in the index: a JSON line naming the spacing and the chain they hold
         for, then one line per checkpoint (split, not parsed)."""
         saved = self._chain.own.index.extra.raw(CHECKPOINTS)
         if not saved:
-            return
+            return []
         first, *states = saved.split(b"\n")
         try:
             meta = json.loads(first)
         except ValueError:
-            return
+            return []
         if isinstance(meta, dict) and meta.get("every") == self._every and meta.get("chain") == self._chain.key():
-            self._checkpoints = states[: len(self._chain) // self._every + 1]
+            return states[: len(self._chain) // self._every + 1]
+        return []
 
     def _save_checkpoints(self, *, force: bool = False) -> None:
         if not self._unsaved and not force:
