@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.i18n import _
+from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
 from app.session.events import Event, SessionHeader
 from app.session.index import UNKNOWN, LineIndex, index_path, open_index, type_code
@@ -29,7 +30,6 @@ from app.session.reader import (
     parse_header_line,
     parse_line,
 )
-from app.session import structs
 from app.untrusted_json import loads
 
 EVENT_CACHE_SIZE = 4096

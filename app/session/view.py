@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Union, overload
 
+from app.session import structs
 from app.session.events import (
     AssistantMessage,
     CompactionSummary,
@@ -39,7 +40,6 @@ from app.session.events import (
     Usage,
     UserMessage,
 )
-from app.session import structs
 from app.session.history import ToolHistory, ToolHistoryReducer
 from app.session.structs import model_of
 
