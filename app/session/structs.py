@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from app.session import events
 from app.session.reader import EVENT_LINE_PREFIX
+from app.untrusted_json import MAX_DEPTH
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -270,13 +271,20 @@ _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationErro
 
 def decode_valid(line: bytes) -> Envelope | None:
     """The event of `line` (without its newline) if it is a valid event line; None if not, or if
-    msgspec cannot tell (the pydantic models then accept it or name the reason)."""
+    msgspec cannot tell (the pydantic models then accept it or name the reason).
+
+    msgspec nests about 1,000 levels deep, pydantic's parser 200 (`MAX_DEPTH`): only a header's
+    free-form JSON (`config`, a tool's `parameters`) can nest that deep in a line the Structs
+    accept, so a header with more brackets than that is left to the models to judge."""
     if not line.startswith(EVENT_LINE_PREFIX):
         return None
     try:
-        return _DECODER.decode(line)  # type: ignore[no-any-return]
+        event = _DECODER.decode(line)
     except _DECODE_ERRORS:
         return None
+    if type(event) is RequestHeader and line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+        return None
+    return event  # type: ignore[no-any-return]
 
 
 # --- the pydantic models, from Structs already validated -------------------------------------------

@@ -175,6 +175,22 @@ def test_a_line_msgspec_refuses_in_a_window_or_the_tail_gets_the_readers_reason(
         assert (caught.value.path, caught.value.line, caught.value.reason) == (path, number, reader.value.reason)
 
 
+def test_a_header_nested_past_the_models_bound_is_corrupt_to_validation_and_the_view(logs) -> None:  # type: ignore[no-untyped-def]
+    """A request header whose config nests 300 levels: msgspec could parse it, pydantic cannot; it
+    is the same corruption, with file and line, to strict validation and to the view's items."""
+    path = logs.write("deep", logs.completed_turn())
+    lines = path.read_bytes().split(b"\n")
+    number = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"request/header"')) + 1
+    lines[number - 1] = lines[number - 1].replace(b'"config":{}', b'"config":{"deep":' + b"[" * 300 + b"]" * 300 + b"}")
+    path.write_bytes(b"\n".join(lines))
+
+    for read in (lambda: Session.open(path).load(), lambda: list(Session.open(path).view().items)):
+        with pytest.raises(SessionCorruptionError) as caught:
+            read()
+        assert (caught.value.path, caught.value.line) == (path, number)
+        assert "nesting deeper than 200 levels" in caught.value.reason
+
+
 # --- the index cache ---------------------------------------------------------------------------------
 
 

@@ -145,3 +145,22 @@ def test_every_valid_line_is_accepted_alike(log) -> None:  # type: ignore[no-unt
         assert _msgspec_accepts(line), line
         assert _same_event(line), line
         assert _same_item(line), line
+
+
+@pytest.mark.parametrize("depth", [150, 197, 198, 199, 200, 300, 900, 2_000])
+def test_a_header_nested_deeper_than_the_models_parse_is_left_to_them(depth: int) -> None:
+    """msgspec parses deeper than pydantic (about 1,000 levels against 200): a header whose
+    free-form config nests past pydantic's bound is refused as the models refuse it, so strict
+    validation and the view's items give the reader's reason, not an item."""
+    nested = "[" * depth + "]" * depth
+    data = (
+        '{"reason":"initial","sequence":0,"route":"r","model":"m","system":"","tools":[],'
+        f'"config":{{"deep":{nested}}}}}'
+    )
+    line = f'{{"type":"request/header","seq":0,"time":0,"data":{data}}}'.encode()
+
+    if _msgspec_accepts(line):
+        assert _pydantic_accepts(line)
+        assert _same_event(line) and _same_item(line)
+    if not _pydantic_accepts(line):
+        assert not _msgspec_accepts(line)
