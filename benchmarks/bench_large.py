@@ -1,14 +1,20 @@
 """Large sessions (issue 11, DESIGN §12): a huge generated log against small ones, in one run.
 
-Writes (or reuses, with --big FILE) a session of --events events (default 1,000,000, ~600 MB),
-a 1,000-event and a 10-event one from the same generator, and prints ratios measured here:
+Writes (or copies, with --big FILE: `run` below appends to it) a session of --events events
+(default 1,000,000, ~600 MB), a 10,000-, a 1,000- and a 10-event one from the same generator, and
+prints ratios measured here:
 - tail: open + the last 200 view items with their turn, step and request numbers, index present,
   BIG / 10-event (goal ≤ 2); and with no index yet against Toolong's first paint of the same file
-  (`--toolong PYTHON`, a venv with toolong; `toolong_first_paint.py`) (goal ≤ 1);
+  (`--toolong PYTHON`, a venv with toolong; `toolong_first_paint.py`) (goal ≤ 1). A second line,
+  not a goal, compares the same 200-item tail with the 1,000-event session's: what grows with the
+  log when the work per item is the same;
 - any request: the full model request (header, tool-history snapshot, messages) of 200 sampled
   requests of BIG, its index holding the fold checkpoints as a writer leaves them (built once
   first, and that time printed): the slowest (goal ≤ 50 ms) and the median against the same
-  relative requests of the 1,000-event session (goal ≤ 2);
+  relative requests of the 1,000-event session (goal ≤ 2). That session has not compacted yet, so
+  its windows are shorter (≤ ~170 messages against a median of ~580): a second line, not a goal,
+  pairs each sampled BIG request with the 10,000-event session's request of the nearest window
+  length (same generator, same compaction cycle), so that only the log's size differs;
 - peak RSS of a process that opens BIG, walks every request and reads the tail (goal ≤ 300 MB);
 - `toolscope inspect BIG --request 1` and `toolscope run --session BIG "hi"` (offline model)
   against the 10-event session, wall time (goal ≤ 1.5 each);
@@ -69,6 +75,18 @@ def full_request(view, index: int) -> None:  # type: ignore[no-untyped-def]
     request.header, request.history, list(request.messages)
 
 
+def requests_by_window(path: Path) -> dict[int, int]:
+    """Message-window length → the index of a request of `path` with that window (the first)."""
+    found: dict[int, int] = {}
+    for request in Session.open(path).folded_view().requests:
+        found.setdefault(len(request.messages), request.index - 1)
+    return found
+
+
+def nearest(by_window: dict[int, int], window: int) -> int:
+    return by_window[min(by_window, key=lambda length: abs(length - window))]
+
+
 def json_loads_every_line(path: Path) -> None:
     with path.open("rb") as handle:
         handle.readline()
@@ -108,20 +126,20 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--toolong", metavar="PYTHON", help="a Python with toolong installed (its own venv)")
     options = parser.parse_args()
-    results: list[tuple[str, float, float, str]] = []
+    results: list[tuple[str, float, float | None, str]] = []
     with tempfile.TemporaryDirectory() as home:
         sessions = Path(home) / "sessions"
         sessions.mkdir()
         big = sessions / "20260101-000000-b1b1b1.jsonl"
         if options.big is not None:
-            # Linked when it can be (`run` appends a turn to it), copied otherwise.
-            try:
-                os.link(options.big, big)
-            except OSError:
-                shutil.copy(options.big, big)
+            # Copied, never linked: `run` below appends a turn, and FILE stays as it was.
+            shutil.copyfile(options.big, big)
+            big.chmod(0o600)
         else:
             write_large_session(big, options.events)
         medium, small = sessions / "20260101-000000-a1a1a1.jsonl", sessions / "20260101-000000-c1c1c1.jsonl"
+        cycles = sessions / "20260101-000000-e1e1e1.jsonl"
+        write_large_session(cycles, 10_000)
         write_large_session(medium, 1_000)
         write_large_session(small, 10)
         big_session = Session.open(big)
@@ -144,11 +162,18 @@ def main() -> int:
         else:
             print(f"tail, no index yet (line scan): {cold:.2f} s (no --toolong: not compared)")
         tail(small)
-        warm_big = [timed(lambda: tail(big)) for _ in range(options.rounds)]
-        warm_small = [timed(lambda: tail(small)) for _ in range(options.rounds)]
+        tail(medium)
+        warm_big, warm_small, warm_medium = [], [], []
+        for _ in range(options.rounds):
+            warm_big.append(timed(lambda: tail(big)))
+            warm_small.append(timed(lambda: tail(small)))
+            warm_medium.append(timed(lambda: tail(medium)))
         ratio = statistics.median(warm_big) / statistics.median(warm_small)
         results.append(("tail BIG / 10-event (index present)", ratio, 2.0,
                         f"{statistics.median(warm_big) * 1000:.1f} ms / {statistics.median(warm_small) * 1000:.1f} ms"))
+        ratio = statistics.median(warm_big) / statistics.median(warm_medium)
+        results.append(("  not a goal: tail BIG / 1,000-event (200 items)", ratio, None,
+                        f"{statistics.median(warm_big) * 1000:.1f} ms / {statistics.median(warm_medium) * 1000:.1f} ms"))
 
         # The fold checkpoints as a writer leaves them in the index (it records them as it appends;
         # the generator writes lines, not through the writer): built once here, timed, not a goal.
@@ -160,18 +185,28 @@ def main() -> int:
         big_count = len(Session.open(big).view().requests)
         medium_count = len(Session.open(medium).view().requests)
         sample = sorted(rng.sample(range(big_count), min(200, big_count)))
-        big_times, medium_times = [], []
+        cycles_by_window = requests_by_window(cycles)
+        big_times, medium_times, cycles_times, windows = [], [], [], []
         for index in sample:
             view = Session.open(big).view()
             big_times.append(timed(lambda: full_request(view, index)))
+            windows.append(len(view.requests[index].messages))
             view = Session.open(medium).view()
             relative = min(medium_count - 1, index * medium_count // big_count)
             medium_times.append(timed(lambda: full_request(view, relative)))
+            view = Session.open(cycles).view()
+            paired = nearest(cycles_by_window, windows[-1])
+            cycles_times.append(timed(lambda: full_request(view, paired)))
         slowest = max(big_times)
-        results.append(("slowest full request on BIG (s)", slowest, 0.050, f"{slowest * 1000:.1f} ms"))
+        results.append(("slowest full request on BIG (s)", slowest, 0.050,
+                        f"{slowest * 1000:.1f} ms, window {windows[big_times.index(slowest)]} messages"))
         ratio = statistics.median(big_times) / statistics.median(medium_times)
         results.append(("full request BIG / 1,000-event (median)", ratio, 2.0,
                         f"{statistics.median(big_times) * 1000:.1f} ms / {statistics.median(medium_times) * 1000:.1f} ms"))
+        ratio = statistics.median(big_times) / statistics.median(cycles_times)
+        results.append(("  not a goal: same, equal windows (10,000-event)", ratio, None,
+                        f"{statistics.median(big_times) * 1000:.1f} ms / {statistics.median(cycles_times) * 1000:.1f} ms; "
+                        f"median window {statistics.median(windows):.0f} messages"))
 
         # Peak RSS: open, walk every request, read the tail.
         probe = subprocess.run(
@@ -210,10 +245,13 @@ def main() -> int:
     print("load average (1, 5, 15 min): " + ", ".join(f"{load:.2f}" for load in os.getloadavg()))
     failed = False
     for name, value, goal, detail in results:
+        shown = f"{value:.3f}" if value < 100 else f"{value:.0f}"
+        if goal is None:
+            print(f"{name:50} {shown:>9}  ({detail})")
+            continue
         met = value <= goal
         failed = failed or not met
-        shown = f"{value:.3f}" if value < 100 else f"{value:.0f}"
-        print(f"{name:45} {shown:>9}  ({detail}; goal ≤ {goal}: {'met' if met else 'NOT met'})")
+        print(f"{name:50} {shown:>9}  ({detail}; goal ≤ {goal}: {'met' if met else 'NOT met'})")
     return 1 if failed else 0
 
 

@@ -12,10 +12,12 @@ import bisect
 import gc
 from collections import OrderedDict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.i18n import _
+from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
 from app.session.events import Event, SessionHeader
 from app.session.index import UNKNOWN, LineIndex, index_path, open_index, type_code
@@ -28,12 +30,25 @@ from app.session.reader import (
     parse_header_line,
     parse_line,
 )
-from app.session.structs import decode_valid
 from app.untrusted_json import loads
 
 EVENT_CACHE_SIZE = 4096
 VALIDATION_BATCH = 4096  # lines validated between two progress reports
 GAP = 1 << 16  # wanted lines further apart than this many bytes are read separately
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No garbage collection while many objects are made at once: events, Structs and view items
+    hold no cycles, so a collection there finds nothing and only costs time — and a full one, which
+    a burst of new objects sets off, cost more than the burst itself (25 ms in a 40 ms request)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 class StaleIndexError(SessionError):
@@ -111,6 +126,15 @@ class Chain:
         segment = self.segments[position]
         return segment, seq - segment.first_seq
 
+    def counted(self, codes: bytes) -> int | None:
+        """How many events of the session have a type code in `codes`, when the line index keeps
+        the count (one file, its lines all indexed); None when only a pass over `types` can tell."""
+        own = self.own
+        if self.types is not own.index.types:
+            return None
+        counts = own.index.code_counts()
+        return sum(counts.get(code, 0) for code in codes)
+
     def type_at(self, seq: int) -> int:
         segment, line = self.locate(seq)
         if line < len(segment.index):
@@ -186,18 +210,23 @@ class Chain:
                 missing.append(seq)
             else:
                 found[seq] = event
-        # Parsed models hold no cycles: collections during a bulk parse only cost time (about 2x).
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             for seq, segment, number, line in self.picked_lines(missing):
                 event = self._decode(segment, number, line)
                 self._remember(seq, event)
                 found[seq] = event
-        finally:
-            if paused:
-                gc.enable()
         return [found[seq] for seq in seqs]
+
+    def decoded(self, seqs: list[int]) -> list[Event | structs.Envelope]:
+        """The events of `seqs` (in that order) for reading only, the fast way: an event parsed
+        before as it was, else the msgspec Struct of its line (one pass that validates it; not
+        kept), else — a line msgspec refuses — the pydantic event or the error naming the line's
+        fault, as `select` gives. `app.session.view.item_of` takes either kind."""
+        cache = self._cache
+        read: dict[int, Event | structs.Envelope] = {}
+        for seq, segment, number, line in self.picked_lines(sorted({seq for seq in seqs if seq not in cache})):
+            read[seq] = structs.decode_valid(line) or self._decode(segment, number, line)
+        return [read[seq] if seq in read else cache[seq] for seq in seqs]
 
     def picked_lines(self, seqs: list[int]) -> Iterator[tuple[int, Segment, int, bytes]]:
         """(seq, segment, line number, bytes) for the ascending `seqs`: lines close together come
@@ -205,32 +234,34 @@ class Chain:
         position = 0
         while position < len(seqs):
             segment, line = self.locate(seqs[position])
-            if line >= len(segment.index):
+            index = segment.index
+            if line >= len(index):
                 assert segment.last_line is not None
                 yield seqs[position], segment, line + 2, segment.last_line
                 position += 1
                 continue
+            offsets, types, indexed = index.offsets, index.types, len(index)
+            first_seq = segment.first_seq
+            seqs_indexed_end = first_seq + min(indexed, segment.count)  # past this file's indexed lines
             run_end = position + 1
-            offsets = segment.index.offsets
-            while run_end < len(seqs):
-                next_segment, next_line = self.locate(seqs[run_end])
-                if next_segment is not segment or next_line >= len(segment.index):
-                    break
-                if offsets[next_line] - offsets[line + seqs[run_end - 1] - seqs[position]] > GAP:
-                    break
+            while (
+                run_end < len(seqs)
+                and seqs[run_end] < seqs_indexed_end
+                and offsets[seqs[run_end] - first_seq] - offsets[seqs[run_end - 1] - first_seq] <= GAP
+            ):
                 run_end += 1
-            first_line = line
-            last_line = line + seqs[run_end - 1] - seqs[position]
-            start, _end = segment.index.span(first_line)
-            _start, stop = segment.index.span(last_line)
+            start = offsets[line]
+            last = seqs[run_end - 1] - first_seq
+            stop = offsets[last + 1] if last + 1 < indexed else index.end
             with segment.path.open("rb") as handle:
                 handle.seek(start)
-                data = handle.read(stop - start + 1)
+                data = handle.read(stop - start)
             for seq in seqs[position:run_end]:
-                at = line + seq - seqs[position]
-                begin, end = segment.index.span(at)
-                text = data[begin - start : end - start]
-                if data[end - start : end - start + 1] != b"\n" or type_code(text) != segment.index.types[at]:
+                at = seq - first_seq
+                begin = offsets[at] - start
+                end = (offsets[at + 1] if at + 1 < indexed else index.end) - 1 - start
+                text = data[begin:end]
+                if data[end : end + 1] != b"\n" or type_code(text) != types[at]:
                     raise self._stale(segment)
                 yield seq, segment, at + 2, text
             position = run_end
@@ -298,15 +329,12 @@ class Chain:
         decode into the Structs that mirror the models (`app.session.structs`, faster than
         `json.loads`) and the checker; a line msgspec refuses goes through `parse_line` and the
         pydantic models, which accept it or name the reason. The collector is paused for the batch
-        only: decoded events hold no cycles, and collections of the growing checker state only cost
-        time."""
+        only (`collector_paused`): collections of the growing checker state only cost time."""
         check, apply = checker.check, checker.apply
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             for _seq, _segment, line, texts in self._runs(start, stop):
                 for number, text in enumerate(texts, line + 2):
-                    event = decode_valid(text)
+                    event = structs.decode_valid(text)
                     if event is None:
                         parse_line(segment.path, number, text, checker)  # raises, naming the reason
                         continue
@@ -314,9 +342,6 @@ class Chain:
                     if reason is not None:
                         raise SessionCorruptionError(segment.path, number, reason)
                     apply(event)
-        finally:
-            if paused:
-                gc.enable()
         # The types of the lines read, as validated, against the index's: one comparison in C, and
         # only where they differ a look at each (the index knows a valid line with a space after
         # `"type":` as UNKNOWN).

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"toolscope-index\n"
-INDEX_VERSION = 3  # 3: checkpoints one per line, call ids of the validation record as digests
+INDEX_VERSION = 4  # 3: checkpoints one per line, call ids of the validation record as digests; 4: code counts
 CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache (3x as fast as 16 MB)
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
@@ -149,9 +149,25 @@ class LineIndex:
     extra: Sections = field(default_factory=Sections)
     """What other layers keep in the same cache (the fold checkpoints, the validation record);
     dropped on any rebuild."""
+    saved_code_counts: dict[int, int] | None = None
+    """How many lines of each type code, as the cache holds them (None when it does not): kept
+    current with the lines added, so that how many events of a kind there are is known without a
+    pass over `types` (a million of them take milliseconds)."""
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def code_counts(self) -> dict[int, int]:
+        """How many lines of each type code `types` holds (codes absent: none)."""
+        if self.saved_code_counts is None:
+            self.saved_code_counts = _counted(self.types, 0)
+        return self.saved_code_counts
+
+    def _counted_from(self, known: int) -> None:
+        """Add the codes of `types[known:]` to the counts, if they are kept."""
+        if self.saved_code_counts is not None:
+            for code, number in _counted(self.types, known).items():
+                self.saved_code_counts[code] = self.saved_code_counts.get(code, 0) + number
 
     def span(self, line: int) -> tuple[int, int]:
         """(start, end) of event line `line` (0-based), newline excluded."""
@@ -168,7 +184,10 @@ class LineIndex:
     def add_line(self, offset: int, line: bytes) -> None:
         """Record a line the writer has just appended at `offset` (`line` has its newline)."""
         self._growable().append(offset)
-        self.types.append(type_code(line))
+        code = type_code(line)
+        self.types.append(code)
+        if self.saved_code_counts is not None:
+            self.saved_code_counts[code] = self.saved_code_counts.get(code, 0) + 1
         self.end = offset + len(line)
 
     # --- building --------------------------------------------------------------------------------
@@ -176,6 +195,9 @@ class LineIndex:
     def scan(self, handle: BinaryIO) -> bytes:
         """Index the complete lines after `end`; return the bytes after the last newline."""
         handle.seek(self.end)
+        known = len(self.types)
+        if not known:
+            self.saved_code_counts = {}  # counted as the lines are found
         pending: list[bytes] = []  # a line still without its newline, in the chunks read so far
         position = self.end
         while chunk := handle.read(CHUNK_SIZE):
@@ -192,6 +214,7 @@ class LineIndex:
             self._growable().extend(starts)
             self.types.extend(map(_CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
         self.end = position
+        self._counted_from(known)
         return b"".join(pending)
 
 
@@ -228,6 +251,7 @@ def save_index(index: LineIndex) -> None:
             "end": index.end,
             "count": len(index),
             "lastCrc": _last_line_crc(index, None),
+            "codes": {str(code): number for code, number in index.code_counts().items()},
         }
         sections = index.extra.encoded()
         meta["sections"] = {key: len(raw) for key, raw in sections.items()}
@@ -276,10 +300,11 @@ def _load(
                 mapped = mmap.mmap(cache.fileno(), 0, access=mmap.ACCESS_READ)
                 offsets = memoryview(mapped)[start : start + count * 8].cast("Q")
             cache.seek(start + count * 8)
-            types = bytearray(cache.read(count))
+            types = bytearray(count)
+            read = cache.readinto(types)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if len(types) != count or meta["inode"] != stat.st_ino:
+    if read != count or meta["inode"] != stat.st_ino:
         return None
     index = LineIndex(
         path=path,
@@ -289,6 +314,7 @@ def _load(
         types=types,
         end=meta["end"],
         extra=Sections((index_path(path), meta_line, places)),
+        saved_code_counts=_code_counts_of(meta.get("codes"), count),
     )
     if stat.st_size == meta["size"] and stat.st_mtime_ns == meta["mtime"]:
         return index, True
@@ -304,6 +330,26 @@ def _load(
     ):
         return None
     return index, False
+
+
+def _counted(types: bytearray, start: int) -> dict[int, int]:
+    """The codes of `types[start:]`, counted (one pass in C per code)."""
+    counts = {code: types.count(code, start) for code in (*TYPE_CODES.values(), UNKNOWN)}
+    return {code: number for code, number in counts.items() if number}
+
+
+def _code_counts_of(saved: object, count: int) -> dict[int, int] | None:
+    """The code counts a cache holds, if they have the shape `save_index` writes and add up to its
+    line count; else None (counted again when asked for)."""
+    if not isinstance(saved, dict):
+        return None
+    try:
+        counts = {int(code): number for code, number in saved.items()}
+    except ValueError:
+        return None
+    if not all(type(number) is int and number > 0 and code in (*TYPE_NAMES, UNKNOWN) for code, number in counts.items()):
+        return None
+    return counts if sum(counts.values()) == count else None
 
 
 def _last_line_crc(index: LineIndex, handle: BinaryIO | None) -> int:

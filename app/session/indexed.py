@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar, overload
 
 from app.i18n import _
-from app.session.chain import Chain
+from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
 from app.session.events import (
     CompactionSummary,
@@ -51,6 +51,7 @@ CHECKPOINTS = "checkpoints"  # the index section that keeps them
 CHANGE_BATCH = 256  # events that change the fold state, parsed at a time
 TURN_CACHE_SIZE = 256
 BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
+TAIL_SPAN = 1 << 16  # events from the end within which those are counted back from the end
 
 T = TypeVar("T")
 
@@ -155,7 +156,8 @@ class Cursor:
 
         def load() -> list[Message]:
             seqs = [*pinned, *_positions(chain.types, MESSAGE_CODES, start, stop)]
-            return [item_of(event) for event in chain.select(seqs)]  # type: ignore[misc]
+            with collector_paused():
+                return [item_of(event) for event in chain.decoded(seqs)]  # type: ignore[misc]
 
         return FoldSeed(
             next_seq=self.seq,
@@ -189,13 +191,18 @@ def _positions(types: bytes | bytearray, codes: bytes, start: int, stop: int) ->
 
 class Positions:
     """The seqs of the events whose type code is in `codes`, counted per block so that the n-th
-    one is found by bisecting block totals and scanning one block."""
+    one is found by bisecting block totals and scanning one block.
 
-    def __init__(self, types: bytearray, codes: bytes) -> None:
+    Near the end of a log whose line index keeps its code counts (`total`), they are counted back
+    from the end instead: the tail's numbers and items then cost nothing that grows with the log
+    (the block totals are a pass over every type code, milliseconds for a million events)."""
+
+    def __init__(self, types: bytearray, codes: bytes, total: Callable[[], int | None] = lambda: None) -> None:
         self._types = types
         self._codes = codes
+        self._kept_total = total
+        self._known: tuple[int, int | None] = (-1, None)  # (log length, total) last asked
         self._pattern = re.compile(b"[" + codes + b"]")
-        self._marking = bytes(int(code in codes) for code in range(256))
         self._totals: list[int] = [0]  # events before each complete block
 
     def _complete(self) -> None:
@@ -204,19 +211,31 @@ class Positions:
         if done >= blocks:
             return
         # One translate marks the wanted codes with 1 over all new blocks; a count per block sums them.
-        marks = self._types[done * BLOCK : blocks * BLOCK].translate(self._marking)
+        marking = bytes(int(code in self._codes) for code in range(256))
+        marks = self._types[done * BLOCK : blocks * BLOCK].translate(marking)
         total = self._totals[-1]
         for block in range(blocks - done):
             total += marks.count(1, block * BLOCK, (block + 1) * BLOCK)
             self._totals.append(total)
 
+    def _total(self) -> int | None:
+        """The count the line index keeps (see `__init__`), summed once per length of the log."""
+        if self._known[0] != len(self._types):
+            self._known = (len(self._types), self._kept_total())
+        return self._known[1]
+
     def __len__(self) -> int:
+        total = self._total()
+        if total is not None:
+            return total
         self._complete()
         done = (len(self._totals) - 1) * BLOCK
         return self._totals[-1] + _count(self._types, self._codes, done, len(self._types))
 
     def rank(self, seq: int) -> int:
         """How many such events come before `seq`."""
+        if len(self._types) - seq <= TAIL_SPAN and (total := self._total()) is not None:
+            return total - _count(self._types, self._codes, seq, len(self._types))
         self._complete()
         block = min(seq // BLOCK, len(self._totals) - 1)
         return self._totals[block] + _count(self._types, self._codes, block * BLOCK, seq)
@@ -227,11 +246,48 @@ class Positions:
 
     def run(self, start: int, stop: int) -> list[int]:
         """The seqs of the `start`-th to the `stop - 1`-th such events."""
+        first = self._from_the_end(start)
+        if first is None:
+            first = self._from_block_totals(start)
+        seqs: list[int] = []
+        for match in self._pattern.finditer(self._types, first):
+            seqs.append(match.start())
+            if len(seqs) == stop - start:
+                return seqs
+        raise IndexError(stop - 1)
+
+    def _from_the_end(self, n: int) -> int | None:
+        """The seq of the n-th such event counted back from the end, if it lies within TAIL_SPAN
+        events of it and the total is kept; else None."""
+        total = self._total()
+        if total is None or not 0 <= n < total:
+            return None
+        after = total - n  # such events from the n-th on
+        size = len(self._types)
+        # The span from the end that holds them, grown fourfold (the tail's are in the first one).
+        span, high = max(1, BLOCK // 4), size
+        while _count(self._types, self._codes, max(0, size - span), size) < after:
+            if span >= min(size, TAIL_SPAN):
+                return None
+            high = size - span - 1
+            span *= 4
+        low = max(0, size - span)
+        # The n-th one is at the last seq from which `after` of them remain: bisected with counts in C.
+        while low < high:
+            middle = (low + high + 1) // 2
+            if _count(self._types, self._codes, middle, size) >= after:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def _from_block_totals(self, n: int) -> int:
+        """The seq of the n-th such event: its block by the block totals, then the shortest prefix
+        of that block holding n of them, bisected with counts in C rather than stepping over the
+        matches."""
         self._complete()
-        block = bisect.bisect_right(self._totals, start) - 1
-        skip = start - self._totals[block]
-        # Where in the block the `start`-th one is: the shortest prefix holding `skip` of them,
-        # bisected with counts in C rather than stepping over the matches.
+        block = bisect.bisect_right(self._totals, n) - 1
+        skip = n - self._totals[block]
         low, high = block * BLOCK, min(len(self._types), (block + 1) * BLOCK)
         while low < high:
             middle = (low + high) // 2
@@ -240,13 +296,8 @@ class Positions:
             else:
                 high = middle
         if _count(self._types, self._codes, block * BLOCK, low) <= skip:
-            raise IndexError(start)
-        seqs: list[int] = []
-        for match in self._pattern.finditer(self._types, max(block * BLOCK, low - 1)):
-            seqs.append(match.start())
-            if len(seqs) == stop - start:
-                return seqs
-        raise IndexError(stop - 1)
+            raise IndexError(n)
+        return low - 1
 
 
 ITERATION_RUN = 256
@@ -320,14 +371,15 @@ class IndexedView:
         self.header: SessionHeader = chain.header
         self._chain = chain
         self._every = every
-        # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used.
-        self._checkpoints: list[bytes] = []
+        # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used; the
+        # lines are read from the index when a state is first wanted (the tail needs none).
+        self._loaded_checkpoints: list[bytes] | None = None
         self._unsaved = False
-        self._requests = Positions(chain.types, REQUEST_CODES)
-        self._turn_starts = Positions(chain.types, TURN_CODES)
-        self._items = Positions(chain.types, _item_codes())
+        self._requests = Positions(chain.types, REQUEST_CODES, lambda: chain.counted(REQUEST_CODES))
+        self._turn_starts = Positions(chain.types, TURN_CODES, lambda: chain.counted(TURN_CODES))
+        item_codes = _item_codes()
+        self._items = Positions(chain.types, item_codes, lambda: chain.counted(item_codes))
         self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
-        self._load_checkpoints()
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
@@ -448,8 +500,9 @@ class IndexedView:
 
     def item_run(self, start: int, stop: int) -> list[Item]:
         """Items `start..stop-1`, parsed from one read."""
-        events = self._chain.select(self._items.run(start, stop))
-        return [item for item in map(item_of, events) if item is not None]
+        with collector_paused():
+            events = self._chain.decoded(self._items.run(start, stop))
+            return [item for item in map(item_of, events) if item is not None]
 
     def position(self, seq: int) -> tuple[int, int, int]:
         """(turn, step, requests made before) at `seq`: what a list row shows beside its item."""
@@ -505,19 +558,26 @@ class IndexedView:
             self._checkpoints.append(cursor.encoded())
         self._unsaved = True
 
-    def _load_checkpoints(self) -> None:
+    @property
+    def _checkpoints(self) -> list[bytes]:
+        if self._loaded_checkpoints is None:
+            self._loaded_checkpoints = self._load_checkpoints()
+        return self._loaded_checkpoints
+
+    def _load_checkpoints(self) -> list[bytes]:
         """The checkpoints kept in the index: a JSON line naming the spacing and the chain they hold
         for, then one line per checkpoint (split, not parsed)."""
         saved = self._chain.own.index.extra.raw(CHECKPOINTS)
         if not saved:
-            return
+            return []
         first, *states = saved.split(b"\n")
         try:
             meta = json.loads(first)
         except ValueError:
-            return
+            return []
         if isinstance(meta, dict) and meta.get("every") == self._every and meta.get("chain") == self._chain.key():
-            self._checkpoints = states[: len(self._chain) // self._every + 1]
+            return states[: len(self._chain) // self._every + 1]
+        return []
 
     def _save_checkpoints(self, *, force: bool = False) -> None:
         if not self._unsaved and not force:

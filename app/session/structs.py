@@ -5,24 +5,33 @@ times as fast as `json.loads` alone. It only says yes faster: a line it refuses 
 pydantic models, which accept it or name the reason, so it must refuse whatever they refuse (tests
 hold the two together on the corrupt corpus and on generated and mutated lines). Strict validation
 (`Chain.validate`) feeds what it decodes to the invariant checker and drops it; every other reader
-gets the pydantic models.
+gets the pydantic models, except the view's items and messages: `app.session.view` makes them
+straight from the Structs of the lines msgspec accepts, their parts (content, usage, a failure, a
+header) as the models, built by `model_of` without validating again (half the cost of pydantic's
+parse of the whole event).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
+from pydantic import BaseModel
 
+from app.session import events
 from app.session.reader import EVENT_LINE_PREFIX
+from app.untrusted_json import MAX_DEPTH
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Ordinal = Annotated[int, msgspec.Meta(ge=1)]
 
 
-class Closed(msgspec.Struct, forbid_unknown_fields=True, rename="camel", frozen=True):
-    """Like `events.Model`: closed, camelCase keys, no coercion (msgspec never coerces JSON)."""
+class Closed(msgspec.Struct, forbid_unknown_fields=True, rename="camel", frozen=True, gc=False):
+    """Like `events.Model`: closed, camelCase keys, no coercion (msgspec never coerces JSON).
+    Untracked by the collector (`gc=False`): a decoded line holds no cycles, and thousands of
+    tracked objects made the collections that follow a bulk read cost time."""
 
 
 class ToolDefinition(Closed):
@@ -52,14 +61,17 @@ class ToolError(Closed):
 
 
 class TextContent(Closed, tag_field="type", tag="text"):
+    type: ClassVar[str] = "text"  # the tag, as an attribute like the model's
     text: str
 
 
 class ReasoningContent(Closed, tag_field="type", tag="reasoning"):
+    type: ClassVar[str] = "reasoning"  # the tag, as an attribute like the model's
     text: str
 
 
 class ToolCallContent(Closed, tag_field="type", tag="tool-call"):
+    type: ClassVar[str] = "tool-call"  # the tag, as an attribute like the model's
     call_id: NonEmptyStr
     name: NonEmptyStr
     arguments: str
@@ -100,12 +112,14 @@ class RequestHeaderData(Closed):
 
 
 class ToolRegistryUpdate(Closed, tag_field="source", tag="tool-registry"):
+    source: ClassVar[str] = "tool-registry"  # the tag, as an attribute like the model's
     id: NonEmptyStr
     additions: tuple[ToolAddition, ...]
     removals: tuple[NonEmptyStr, ...]
 
 
 class InstructionsUpdate(Closed, tag_field="source", tag="instructions"):
+    source: ClassVar[str] = "instructions"  # the tag, as an attribute like the model's
     id: NonEmptyStr
     text: str
     header_seq: Count
@@ -257,10 +271,94 @@ _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationErro
 
 def decode_valid(line: bytes) -> Envelope | None:
     """The event of `line` (without its newline) if it is a valid event line; None if not, or if
-    msgspec cannot tell (the pydantic models then accept it or name the reason)."""
+    msgspec cannot tell (the pydantic models then accept it or name the reason).
+
+    msgspec nests about 1,000 levels deep, pydantic's parser 200 (`MAX_DEPTH`): only a header's
+    free-form JSON (`config`, a tool's `parameters`) can nest that deep in a line the Structs
+    accept, so a header with more brackets than that is left to the models to judge."""
     if not line.startswith(EVENT_LINE_PREFIX):
         return None
     try:
-        return _DECODER.decode(line)  # type: ignore[no-any-return]
+        event = _DECODER.decode(line)
     except _DECODE_ERRORS:
         return None
+    if type(event) is RequestHeader and line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+        return None
+    return event  # type: ignore[no-any-return]
+
+
+# --- the pydantic models, from Structs already validated -------------------------------------------
+
+def _builder(struct: type[msgspec.Struct], model: type[BaseModel]) -> Callable[[Any], BaseModel]:
+    """Make `model` instances from `struct` ones the way pydantic's own validation leaves them: the
+    same `__dict__` (in field order, which serialisation follows) without checking the values again.
+
+    The function is written out per model, as `dataclasses` does, because a generic loop over the
+    fields cost as much as pydantic's own parse. A field the Struct has as its tag (`type`,
+    `source`) gets the model's literal. The fields set are the required ones and the optional ones
+    not None (a `null` written out is not told apart from a key left out; nothing reads the
+    difference)."""
+    struct_types = {field.name: field.type for field in msgspec.structs.fields(struct)}
+    entries, optional = [], []
+    for name, field in model.model_fields.items():
+        if name not in struct_types:
+            entries.append(f"{name!r}: {field.default!r}")
+            continue
+        entries.append(f"{name!r}: {_value_source(f'value.{name}', struct_types[name])}")
+        if not field.is_required():
+            optional.append(name)
+    required = [name for name in model.model_fields if name not in optional]
+    source = "\n".join([
+        "def build(value):",
+        f"    fields = {{{', '.join(entries)}}}",
+        "    instance = new(model)",
+        "    set_attribute(instance, '__dict__', fields)",
+        f"    fields_set = {{{', '.join(map(repr, required))}}}",
+        *(f"    if fields[{name!r}] is not None: fields_set.add({name!r})" for name in optional),
+        "    set_attribute(instance, '__pydantic_fields_set__', fields_set)",
+        "    set_attribute(instance, '__pydantic_extra__', None)",
+        "    set_attribute(instance, '__pydantic_private__', None)",
+        "    return instance",
+    ])
+    namespace = {"new": object.__new__, "model": model, "set_attribute": object.__setattr__, "builders": _BUILDERS}
+    exec(source, namespace)  # noqa: S102 - source made above from the models' own field names
+    return namespace["build"]  # type: ignore[no-any-return]
+
+
+def _value_source(getter: str, annotation: Any) -> str:
+    """The expression for one field's model value: a Struct (or a tuple or optional one) becomes
+    its model; anything else (str, int, bool, a JSON dict) is the value itself."""
+    if not _holds_struct(annotation):
+        return getter
+    arguments = get_args(annotation)
+    if get_origin(annotation) is tuple:
+        return f"tuple([builders[type(item)](item) for item in {getter}])"
+    if type(None) in arguments:
+        return f"None if {getter} is None else builders[type({getter})]({getter})"
+    return f"builders[type({getter})]({getter})"
+
+
+def _holds_struct(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return True
+    return any(_holds_struct(argument) for argument in get_args(annotation))
+
+
+def model_of(value: Any) -> Any:
+    """A value of an event as the models hold it: a Struct, or a tuple of them, as its model (built
+    without a second validation); anything else (None, a str, a model already) as it is."""
+    build = _BUILDERS.get(type(value))
+    if build is not None:
+        return build(value)
+    if type(value) is tuple and value and type(value[0]) in _BUILDERS:
+        return tuple([_BUILDERS[type(item)](item) for item in value])
+    return value
+
+
+_BUILDERS: dict[type, Callable[[Any], BaseModel]] = {}
+# The parts of an event that a view item holds (and the parts they hold).
+for _struct in (
+    TextContent, ReasoningContent, ToolCallContent, Usage, Failure, ToolError, ToolAddition, ToolRegistryUpdate,
+    InstructionsUpdate, ToolDefinition, RequestHeaderData,
+):
+    _BUILDERS[_struct] = _builder(_struct, getattr(events, _struct.__name__))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Union, overload
 
+from app.session import structs
 from app.session.events import (
     AssistantMessage,
     CompactionSummary,
@@ -40,6 +41,7 @@ from app.session.events import (
     UserMessage,
 )
 from app.session.history import ToolHistory, ToolHistoryReducer
+from app.session.structs import model_of
 
 # --- items ---------------------------------------------------------------------------------------
 
@@ -458,8 +460,10 @@ MESSAGE_ITEMS = (UserItem, AssistantItem, ToolResultItem, ContextItem)
 # --- items -----------------------------------------------------------------------------------------
 
 
-def item_of(event: Envelope) -> Item | None:
-    """The view item an event makes; None for the turn and step boundaries."""
+def item_of(event: Envelope | structs.Envelope) -> Item | None:
+    """The view item an event makes; None for the turn and step boundaries. The event may be the
+    msgspec Struct of a line it validated (`Chain.decoded`): the item is the same, its parts built
+    as the models."""
     maker = _ITEM_MAKERS.get(type(event))
     return maker(event) if maker is not None else None
 
@@ -469,11 +473,11 @@ def _user(event: UserMessage) -> UserItem:
 
 
 def _header(event: RequestHeader) -> HeaderItem:
-    return HeaderItem(seq=event.seq, header=event.data)
+    return HeaderItem(seq=event.seq, header=model_of(event.data))
 
 
 def _developer(event: DeveloperMessage) -> ContextItem:
-    return ContextItem(seq=event.seq, message=event.data)
+    return ContextItem(seq=event.seq, message=model_of(event.data))
 
 
 def _assistant(event: AssistantMessage) -> AssistantItem:
@@ -484,8 +488,8 @@ def _assistant(event: AssistantMessage) -> AssistantItem:
         step=data.step,
         route=data.route,
         model=data.model,
-        content=data.content,
-        usage=data.usage,
+        content=model_of(data.content),
+        usage=model_of(data.usage),
         finish=data.finish,
         interrupted=bool(data.interrupted),
     )
@@ -494,7 +498,7 @@ def _assistant(event: AssistantMessage) -> AssistantItem:
 def _request_error(event: RequestError) -> RequestErrorItem:
     data = event.data
     return RequestErrorItem(
-        seq=event.seq, turn=data.turn, step=data.step, route=data.route, failure=data.failure
+        seq=event.seq, turn=data.turn, step=data.step, route=data.route, failure=model_of(data.failure)
     )
 
 
@@ -520,7 +524,7 @@ def _tool_result(event: ToolResult) -> ToolResultItem:
         name=data.name,
         content=data.content,
         is_error=data.is_error,
-        error=data.error,
+        error=model_of(data.error),
     )
 
 
@@ -533,7 +537,7 @@ def _retry(event: Retry) -> RetryItem:
         retry=data.retry,
         max_retries=data.max_retries,
         delay_ms=data.delay_ms,
-        failure=data.failure,
+        failure=model_of(data.failure),
     )
 
 
@@ -562,3 +566,5 @@ _ITEM_MAKERS: dict[type, Callable[[Envelope], Item]] = {
     Retry: _retry,  # type: ignore[dict-item]
     CompactionSummary: _compaction,  # type: ignore[dict-item]
 }
+for _event_type, _make in list(_ITEM_MAKERS.items()):
+    _ITEM_MAKERS[getattr(structs, _event_type.__name__)] = _make

@@ -9,6 +9,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,10 +19,11 @@ from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session import invariants
 from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
-from app.session.index import CHUNK_SIZE, INDEX_MAGIC, TYPE_CODES, index_path
+from app.session.index import CHUNK_SIZE, INDEX_MAGIC, INDEX_VERSION, TYPE_CODES, index_path
+from app.session import indexed
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
-from app.session.reader import decode_event_line
+from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
 from app.session.view import SessionView
@@ -105,6 +107,88 @@ def test_the_folded_view_read_in_batches_equals_the_full_fold(log: GeneratedLog,
     ]
     assert folded.turns == expected.turns and folded.items == expected.items
     assert folded.history == expected.history and folded.last_seq == expected.last_seq
+
+
+def _positions_of(log: GeneratedLog) -> list[tuple[int, int, int]]:
+    """(turn, step, requests made before) at each seq, counted from the start."""
+    found, turn, step, requests = [], 0, 0, 0
+    for event in log.events:
+        if event.type == "turn/start":
+            turn, step = turn + 1, 0
+        elif event.type == "step/start":
+            step += 1
+        found.append((turn, step, requests))
+        requests += event.type in ("assistant/message", "agent/request-error")
+    return found
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=logs_with_partial_compactions(), block=st.integers(1, 8), tail_span=st.integers(0, 40))
+def test_counting_back_from_the_end_and_by_block_totals_equal_the_full_fold(
+    log: GeneratedLog, block: int, tail_span: int
+) -> None:
+    """Items, turns, requests and each item's numbers are found from the end near it (with the code
+    counts the index keeps) and by block totals further back: shrunk here, so one log takes both."""
+    expected = log.view()
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        patch.object(indexed, "BLOCK", block),
+        patch.object(indexed, "TAIL_SPAN", tail_span),
+    ):
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(log.jsonl())
+        view = Session.open(path).view()
+        _assert_same(view, expected)
+        assert [view.position(seq) for seq in range(len(log.events))] == _positions_of(log)
+
+
+def test_code_counts_that_do_not_add_up_are_counted_again(logs) -> None:  # type: ignore[no-untyped-def]
+    """A cache whose code counts are not its lines' (damaged, or from another build) is not
+    believed: the counts are taken from the type codes again, and the view's lists are right."""
+    path = logs.write("damaged", logs.completed_turn())
+    expected = list(Session.open(path).view().items)
+    user = str(TYPE_CODES["user/message"])
+    assert _cache_meta(path)["codes"][user] == 1
+    cache = index_path(path)
+    cache.write_bytes(cache.read_bytes().replace(f'"{user}":1,'.encode(), f'"{user}":4,'.encode(), 1))
+
+    view = Session.open(path).view()
+
+    assert len(view.items) == len(expected) and list(view.items) == expected
+    assert len(view.requests) == 1
+
+
+def test_a_line_msgspec_refuses_in_a_window_or_the_tail_gets_the_readers_reason(logs) -> None:  # type: ignore[no-untyped-def]
+    """Items and request messages are made from msgspec's Structs; a line it refuses goes through
+    the pydantic reader, which names the fault with file and line as before."""
+    path = logs.write("refused", logs.completed_turn())
+    lines = path.read_bytes().split(b"\n")
+    number = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"user/message"')) + 1
+    lines[number - 1] = lines[number - 1].replace(b'"text":"', b'"text":5,"was":"', 1)
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(EventLineError) as reader:
+        decode_event_line(lines[number - 1])
+
+    for read in (lambda view: list(view.items), lambda view: list(view.requests[0].messages)):
+        with pytest.raises(SessionCorruptionError) as caught:
+            read(Session.open(path).view())
+        assert (caught.value.path, caught.value.line, caught.value.reason) == (path, number, reader.value.reason)
+
+
+def test_a_header_nested_past_the_models_bound_is_corrupt_to_validation_and_the_view(logs) -> None:  # type: ignore[no-untyped-def]
+    """A request header whose config nests 300 levels: msgspec could parse it, pydantic cannot; it
+    is the same corruption, with file and line, to strict validation and to the view's items."""
+    path = logs.write("deep", logs.completed_turn())
+    lines = path.read_bytes().split(b"\n")
+    number = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"request/header"')) + 1
+    lines[number - 1] = lines[number - 1].replace(b'"config":{}', b'"config":{"deep":' + b"[" * 300 + b"]" * 300 + b"}")
+    path.write_bytes(b"\n".join(lines))
+
+    for read in (lambda: Session.open(path).load(), lambda: list(Session.open(path).view().items)):
+        with pytest.raises(SessionCorruptionError) as caught:
+            read()
+        assert (caught.value.path, caught.value.line) == (path, number)
+        assert "nesting deeper than 200 levels" in caught.value.reason
 
 
 # --- the index cache ---------------------------------------------------------------------------------
@@ -392,18 +476,20 @@ def _cache_sections(path: Path) -> tuple[bytes, dict[str, bytes]]:
     return data[: start - sum(meta["sections"].values())], sections
 
 
-def test_a_version_2_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
-    """A cache of the previous version (JSON sections) is indexed again: its validation record is
-    not read, so the writer validates every line and finds an edit the record would have covered."""
+def test_a_previous_version_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
+    """A cache of the previous version (without code counts) is indexed again: its validation
+    record is not read, so the writer validates every line and finds an edit the record would have
+    covered."""
     path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
     cache = index_path(path)
-    cache.write_bytes(cache.read_bytes().replace(b'{"version":3,', b'{"version":2,', 1))
+    current, previous = f'{{"version":{INDEX_VERSION},', f'{{"version":{INDEX_VERSION - 1},'
+    cache.write_bytes(cache.read_bytes().replace(current.encode(), previous.encode(), 1))
 
     with pytest.raises(SessionCorruptionError) as caught:
         SessionWriter.open(path)
 
     assert caught.value.line == SIXTH_CALL_LINE
-    assert _cache_meta(path)["version"] == 3
+    assert _cache_meta(path)["version"] == INDEX_VERSION
 
 
 @pytest.mark.parametrize(

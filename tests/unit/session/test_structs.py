@@ -1,5 +1,6 @@
 """The msgspec mirror of the event models (app/session/structs.py) may only say yes faster: whatever
-line the pydantic models refuse, it refuses too, and what it accepts the models accept alike."""
+line the pydantic models refuse, it refuses too, and what it accepts the models accept alike — and
+the view item made from its Struct is the one made from the pydantic event."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from app.session.events import encode_event
 from app.session.reader import EventLineError, decode_event_line
 from app.session.structs import decode_valid
+from app.session.view import item_of
 from tests.support.histories import session_logs
 from tests.unit.session.test_corruption import CASES
 
@@ -47,6 +49,27 @@ def _same_event(line: bytes) -> bool:
     )
 
 
+def _same_item(line: bytes) -> bool:
+    """The item made from the Struct equals the one made from the pydantic event, down to the
+    classes of its parts (a repr names them) and their JSON."""
+    expected, made = item_of(decode_event_line(line)), item_of(decode_valid(line))  # type: ignore[arg-type]
+    if made is None or expected is None:
+        return made is expected
+    parts = [getattr(made, name) for name in made.__slots__]  # type: ignore[union-attr]
+    expected_parts = [getattr(expected, name) for name in expected.__slots__]  # type: ignore[union-attr]
+    return (
+        made == expected
+        and repr(made) == repr(expected)
+        and [_json(part) for part in parts] == [_json(part) for part in expected_parts]
+    )
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_json(item) for item in value]
+    return value.model_dump_json() if hasattr(value, "model_dump_json") else value
+
+
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_every_line_of_the_corrupt_corpus_the_models_refuse_is_refused(  # type: ignore[no-untyped-def]
     logs, case
@@ -58,6 +81,7 @@ def test_every_line_of_the_corrupt_corpus_the_models_refuse_is_refused(  # type:
         if _msgspec_accepts(line):
             assert _pydantic_accepts(line), line
             assert _same_event(line), line
+            assert _same_item(line), line
 
 
 MUTATIONS: list[Any] = [None, True, False, 0, -1, 1.5, "", "x", [], {}, 2**70]
@@ -110,6 +134,7 @@ def test_a_mutated_line_the_models_refuse_is_refused(  # type: ignore[no-untyped
     if _msgspec_accepts(line):
         assert _pydantic_accepts(line), line
         assert _same_event(line), line
+        assert _same_item(line), line
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -119,3 +144,23 @@ def test_every_valid_line_is_accepted_alike(log) -> None:  # type: ignore[no-unt
         line = encode_event(event).rstrip(b"\n")
         assert _msgspec_accepts(line), line
         assert _same_event(line), line
+        assert _same_item(line), line
+
+
+@pytest.mark.parametrize("depth", [150, 197, 198, 199, 200, 300, 900, 2_000])
+def test_a_header_nested_deeper_than_the_models_parse_is_left_to_them(depth: int) -> None:
+    """msgspec parses deeper than pydantic (about 1,000 levels against 200): a header whose
+    free-form config nests past pydantic's bound is refused as the models refuse it, so strict
+    validation and the view's items give the reader's reason, not an item."""
+    nested = "[" * depth + "]" * depth
+    data = (
+        '{"reason":"initial","sequence":0,"route":"r","model":"m","system":"","tools":[],'
+        f'"config":{{"deep":{nested}}}}}'
+    )
+    line = f'{{"type":"request/header","seq":0,"time":0,"data":{data}}}'.encode()
+
+    if _msgspec_accepts(line):
+        assert _pydantic_accepts(line)
+        assert _same_event(line) and _same_item(line)
+    if not _pydantic_accepts(line):
+        assert not _msgspec_accepts(line)
