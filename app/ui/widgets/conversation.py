@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     # the chat's first frame.
     from app.llm.stream import StreamEvent
     from app.session.events import ToolCallContent
-    from app.session.indexed import IndexedView
-    from app.session.view import Item, Turn
+    from app.session.indexed import IndexedView, TurnBounds
+    from app.session.view import Item
 
     Entry = Item | str
     """A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
@@ -82,11 +82,11 @@ class SessionHistory:
             view = self._view
             start = max(0, self._items_left - items)
             run = view.items[start : self._items_left]
-            turns: list[Turn] = []
+            turns: list[TurnBounds] = []
             # The turns starting after the run's first item, then the one holding it.
             while self._turns_left and (not turns or run and turns[-1].seq > run[0].seq):
                 self._turns_left -= 1
-                turns.append(view.turns[self._turns_left])
+                turns.append(view.turn_bounds(self._turns_left))
             first_turn_seq = turns[-1].seq if turns and run and turns[-1].seq <= run[0].seq else -1
             # Back to that turn's first item (or the log's first, before any turn).
             while start:
@@ -99,7 +99,7 @@ class SessionHistory:
             if not start:
                 while self._turns_left:  # turns before every item read (none logged an item)
                     self._turns_left -= 1
-                    turns.append(view.turns[self._turns_left])
+                    turns.append(view.turn_bounds(self._turns_left))
             self._items_left = start
             ends = sorted((turn.end_seq, turn.end_reason or "") for turn in turns if turn.end_seq is not None)
             return merged_entries(run, ends)
