@@ -108,7 +108,7 @@ class ChatScreen(Screen[None]):
         if path is not None:
             history = await asyncio.to_thread(SessionHistory, path)
             self._fed = history.total
-            await conversation.resume(history, rows=self.app.size.height)
+            await conversation.resume(history, self.app.size)
         if not self.is_attached:
             return  # the app quit while the session was being read
         self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")

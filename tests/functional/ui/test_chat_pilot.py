@@ -455,6 +455,40 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
     run(scenario())
 
 
+def test_a_resumed_first_frame_mounts_as_few_blocks_as_fill_the_screen(bench, monkeypatch) -> None:
+    """Each block mounted before the first frame costs its widgets' layout (a reply its Markdown
+    parse): the first frame has the last blocks that fill the view and not a screenful more (the
+    window follows after it, here held back)."""
+    from app.ui.widgets.conversation import Conversation
+    from benchmarks.sessions import write_large_session
+
+    async def window_held_back(conversation: Conversation) -> None:
+        pass
+
+    monkeypatch.setattr(Conversation, "_fill_window", window_held_back)
+    sessions = bench.home / "sessions"
+    sessions.mkdir(parents=True)
+    path = sessions / "20260101-000000-first.jsonl"
+    write_large_session(path, events=800)
+
+    async def scenario() -> None:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.chat.conversation.blocks)
+            await settle(pilot)
+            conversation = app.chat.conversation
+            low, high = conversation.mounted_range
+            assert high == len(conversation.blocks) and conversation.has_earlier
+            assert conversation.virtual_size.height > conversation.size.height
+            first = conversation.blocks[low].widget
+            assert first is not None
+            # Without its first block the rest would not fill the whole screen's height.
+            rest = conversation.virtual_size.height - first.outer_size.height - first.styles.margin.top
+            assert rest < app.size.height
+
+    run(scenario())
+
+
 def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
     from app.ui.screens.session_picker import SessionPickerScreen
 
