@@ -118,7 +118,7 @@ def merged_entries(items: Iterable[Item], ends: list[tuple[int, str]]) -> list[E
 
 
 def _screenful(blocks: list[Block], size: Size) -> int:
-    """How many of the last `blocks` fill a screen of `size` (at most a window), by their text's lines
+    """How many of the last `blocks` fill a view of `size` (at most a window), by their text's lines
     wrapped at its width: enough for the first frame of a resumed log without laying them out."""
     count = rows = 0
     for block in reversed(blocks):
@@ -130,12 +130,13 @@ def _screenful(blocks: list[Block], size: Size) -> int:
 
 
 def _rows_of(block: Block, width: int) -> int:
-    """About the rows a block takes at `width`: its top margin and its text's lines (a tool call's
-    result as collapsed); a block of another kind, two."""
+    """About the rows a block takes at `width`, rather fewer than more: its top margin and its text's
+    lines (a tool call's result as collapsed); a block of another kind, two."""
     if isinstance(block, UserBlock):
         return 1 + _wrapped_lines(block.item.text, width)
     if isinstance(block, AssistantBlock):
-        return 1 + bool(block.reasoning) + _wrapped_lines(block.text, width) + block.interrupted
+        text = _wrapped_lines(block.text, width) + 1 if block.text else 0  # and the last paragraph's margin
+        return 1 + bool(block.reasoning) + text + block.interrupted
     if isinstance(block, ToolCallBlock):
         result = block.result.content if block.result is not None else ""
         shown, cut = (result, False) if block.expanded else clip_lines(result, COLLAPSED_LINES)
@@ -183,7 +184,7 @@ class Conversation(VerticalScroll, can_focus=False):
         await self._mount_tail(WINDOW)
 
     async def resume(self, history: SessionHistory, size: Size) -> None:
-        """Show the end of a resumed log on a screen of `size`: its last turns are read (in a thread)
+        """Show the end of a resumed log in a view of `size`: its last turns are read (in a thread)
         and as few of the last blocks mounted for the first frame as fill the screen (each Markdown
         reply costs its parse and layout). The rest of the window follows behind it, as a live
         conversation would have it; scrolling back past the window mounts more, and reads the turns
@@ -372,6 +373,11 @@ class Conversation(VerticalScroll, can_focus=False):
             self._high = start
         if widgets:
             await self.remove_children(widgets)
+
+    @property
+    def pristine(self) -> bool:
+        """Whether nothing was ever shown in it (a log can be shown in it as in a new one)."""
+        return not self.blocks and self._history is None and not self._calls and self._live_reply is None
 
     @property
     def has_earlier(self) -> bool:
