@@ -455,10 +455,13 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
     run(scenario())
 
 
-def test_a_resumed_first_frame_mounts_as_few_blocks_as_fill_the_screen(bench, monkeypatch) -> None:
+def test_a_resumed_first_frame_shows_as_few_blocks_as_fill_the_view_with_their_text(bench, monkeypatch) -> None:
     """Each block mounted before the first frame costs its widgets' layout (a reply its Markdown
     parse): the first frame has the last blocks that fill the view and no more (the window follows
-    after it, here held back)."""
+    after it, here held back), and their replies' text is in it."""
+    from textual.widgets.markdown import MarkdownBlock
+
+    from app.ui.widgets.assistant_message import AssistantMessage
     from app.ui.widgets.conversation import Conversation
     from benchmarks.sessions import write_large_session
 
@@ -466,6 +469,16 @@ def test_a_resumed_first_frame_mounts_as_few_blocks_as_fill_the_screen(bench, mo
         pass
 
     monkeypatch.setattr(Conversation, "_fill_window", window_held_back)
+    resume = Conversation.resume
+    replies_when_resumed: list[tuple[str, int]] = []
+
+    async def resume_and_look(conversation: Conversation, *args: object) -> None:
+        # What the screen is about to show once the resume returns (the chat ends its batch).
+        await resume(conversation, *args)  # type: ignore[arg-type]
+        for message in conversation.query(AssistantMessage):
+            replies_when_resumed.append((message.block.text, len(message.query(MarkdownBlock))))
+
+    monkeypatch.setattr(Conversation, "resume", resume_and_look)
     sessions = bench.home / "sessions"
     sessions.mkdir(parents=True)
     path = sessions / "20260101-000000-first.jsonl"
@@ -488,6 +501,8 @@ def test_a_resumed_first_frame_mounts_as_few_blocks_as_fill_the_screen(bench, mo
             assert rest <= conversation.size.height + (high - low)
 
     run(scenario())
+    # The replies in that frame show their text, not an empty place for it.
+    assert replies_when_resumed and all(blocks for text, blocks in replies_when_resumed if text)
 
 
 def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
