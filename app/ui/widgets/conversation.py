@@ -185,7 +185,7 @@ class Conversation(VerticalScroll, can_focus=False):
 
     async def resume(self, history: SessionHistory, size: Size) -> None:
         """Show the end of a resumed log in a view of `size`: its last turns are read (in a thread)
-        and as few of the last blocks mounted for the first frame as fill the screen (each Markdown
+        and as few of the last blocks mounted for the first frame as fill the view (each Markdown
         reply costs its parse and layout). The rest of the window follows behind it, as a live
         conversation would have it; scrolling back past the window mounts more, and reads the turns
         before once the blocks read so far are all shown."""

@@ -400,6 +400,13 @@ def _described(blocks: list) -> list[tuple[str, dict[str, object]]]:
     ]
 
 
+async def _resumed(app, pilot):  # type: ignore[no-untyped-def]
+    """The conversation of a chat resuming a session, once its blocks are shown and settled."""
+    await until(pilot, lambda: app.chat.conversation.blocks)
+    await settle(pilot)
+    return app.chat.conversation
+
+
 def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
     from app.session.session import Session
     from app.ui.widgets import conversation as conversation_module
@@ -427,9 +434,7 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
     async def scenario() -> None:
         app = bench.app(session=path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.chat.conversation.blocks)
-            await settle(pilot)
-            conversation = app.chat.conversation
+            conversation = await _resumed(app, pilot)
             # Resumed from its end: a screenful is mounted, and only the last turns are read.
             low, high = conversation.mounted_range
             assert high == len(conversation.blocks) and conversation.virtual_size.height > conversation.size.height
@@ -487,9 +492,7 @@ def test_a_resumed_first_frame_shows_as_few_blocks_as_fill_the_view_with_their_t
     async def scenario() -> None:
         app = bench.app(session=path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.chat.conversation.blocks)
-            await settle(pilot)
-            conversation = app.chat.conversation
+            conversation = await _resumed(app, pilot)
             low, high = conversation.mounted_range
             assert high == len(conversation.blocks) and conversation.has_earlier
             assert conversation.virtual_size.height > conversation.size.height
