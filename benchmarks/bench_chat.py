@@ -150,10 +150,15 @@ import sys
 kind = sys.argv[1]
 
 
+said = []
+
+
 def painted(app):
     # The first frame is on the screen: say so at once (the parent stops its clock), then leave.
-    print("painted", flush=True)
-    app.exit()
+    if not said:
+        said.append(True)
+        print("painted", flush=True)
+        app.exit()
 
 
 if kind == "bare":
@@ -181,24 +186,21 @@ else:
                 return super().run(headless=True, size=(120, 40))
 
             def on_ready(self):
-                def shown():
-                    conversation = self.chat.conversation
-                    if session is None:
-                        painted(self)
-                    elif conversation.children and all(child.is_mounted for child in conversation.children):
-                        self.call_after_refresh(filled)
-                    else:
-                        self.set_timer(0.001, shown)
+                if session is None:
+                    painted(self)
 
-                def filled():
-                    # The resumed blocks are laid out: painted once they fill the view.
-                    conversation = self.chat.conversation
-                    if conversation.virtual_size.height > conversation.size.height or not conversation.has_earlier:
-                        painted(self)
-                    else:
-                        self.set_timer(0.001, filled)
-
-                shown()
+            def _display(self, screen, renderable):
+                # Each frame the app renders (headless, it is written nowhere): a resumed chat is
+                # painted once a frame shows its blocks filling the view (or all there are). Polling
+                # for that instead would lose the race to the tools starting right after the frame.
+                super()._display(screen, renderable)
+                if session is None or renderable is None or self._batch_count or screen is not self.chat:
+                    return
+                conversation = self.chat.conversation
+                if conversation.children and (
+                    conversation.virtual_size.height > conversation.size.height or not conversation.has_earlier
+                ):
+                    painted(self)
 
         module.ToolscopeApp = Timed  # what `run_chat` starts
 

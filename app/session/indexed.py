@@ -18,7 +18,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar, overload
+from typing import Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
@@ -30,6 +30,7 @@ from app.session.events import (
     RequestHeader,
     RequestHeaderData,
     SessionHeader,
+    TurnEnd,
 )
 from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
 from app.session.index import TYPE_CODES, save_index
@@ -67,6 +68,7 @@ MESSAGE_CODES = _codes("user/message", "developer/message", "assistant/message",
 STRUCTURE_CODES = _codes("turn/start", "turn/end", "step/start", "step/end")
 CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary")
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
+_TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
@@ -356,6 +358,12 @@ class LazyList(Sequence[T], Generic[T]):
     __hash__ = None  # type: ignore[assignment]
 
 
+class TurnBounds(NamedTuple):
+    seq: int
+    end_seq: int | None
+    end_reason: str | None
+
+
 # --- the view ------------------------------------------------------------------------------------
 
 
@@ -503,6 +511,18 @@ class IndexedView:
         with collector_paused():
             events = self._chain.decoded(self._items.run(start, stop))
             return [item for item in map(item_of, events) if item is not None]
+
+    def turn_bounds(self, index: int) -> TurnBounds:
+        """Where turn `index + 1` starts and ends and why, as its `Turn` says, without building it: no
+        fold state, one `turn/end` line parsed (a reader going back through a log by whole turns)."""
+        start = self._turn_starts.nth(index)
+        stop = len(self._chain) if index + 1 >= len(self._turn_starts) else self._turn_starts.nth(index + 1)
+        end = self._chain.types.find(_TURN_END, start, stop)
+        if end < 0:
+            return TurnBounds(start, None, None)
+        event = self._chain.event(end)
+        assert isinstance(event, TurnEnd)
+        return TurnBounds(start, end, event.data.reason)
 
     def position(self, seq: int) -> tuple[int, int, int]:
         """(turn, step, requests made before) at `seq`: what a list row shows beside its item."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -99,25 +100,40 @@ class ChatScreen(Screen[None]):
         Only its last turns are read (in a thread) before they are painted; older ones are read when
         the user scrolls back, and the status line's totals over the whole log come after the frame.
         """
-        old, conversation = self._conversation, Conversation()
-        self._conversation = conversation
-        await self.mount(conversation, before=old)
-        await old.remove()
-        self._fed = 0
         history = None
-        if path is not None:
-            history = await asyncio.to_thread(SessionHistory, path)
-            self._fed = history.total
-            await conversation.resume(history, rows=self.app.size.height)
-        if not self.is_attached:
-            return  # the app quit while the session was being read
-        self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
+        # One layout and one frame for all of it (the welcome goes with the blocks coming), not one
+        # for each step: at start-up each costs about as much as the blocks themselves.
+        with self.app.batch_update():
+            conversation = self._conversation
+            view = self._view_size()
+            if not conversation.pristine:
+                old, conversation = conversation, Conversation()
+                self._conversation = conversation
+                await self.mount(conversation, before=old)
+                await old.remove()
+            self._fed = 0
+            if path is not None:
+                history = await asyncio.to_thread(SessionHistory, path)
+                self._fed = history.total
+                await conversation.resume(history, view)
+            if not self.is_attached:
+                return  # the app quit while the session was being read
+            self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(Usage())
         self.app.session_advanced.publish(None)
         if path is not None and history is not None:
             # After the frame: counting reads the whole log (in a thread, but it holds the GIL).
             count = partial(self._count_usage, path, history.total)
             self.call_after_refresh(self.run_worker, count, group="usage", exclusive=True)
+
+    def _view_size(self) -> Size:
+        """The conversation's view once the welcome is hidden (the screen's size before its first
+        layout)."""
+        size = self._conversation.size
+        if not size.height:
+            return self.app.size
+        welcome = self.query_one("#welcome")
+        return Size(size.width, size.height + (welcome.outer_size.height if welcome.display else 0))
 
     async def _count_usage(self, path: Path, total: int) -> None:
         usage = await asyncio.to_thread(usage_until, path, total)

@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
 from textual.events import Resize
+from textual.geometry import Size
 
 from app.ui.messages import NewOutputBelow
+from app.ui.text import clip_lines
 from app.ui.widgets.assistant_message import AssistantBlock, AssistantMessage
 from app.ui.widgets.block import Block
 from app.ui.widgets.failure_nodes import ErrorBlock, RetryBlock
 from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
-from app.ui.widgets.tool_call import ToolCallBlock
+from app.ui.widgets.tool_call import COLLAPSED_LINES, ToolCallBlock
 from app.ui.widgets.user_message import UserBlock
 
 if TYPE_CHECKING:
@@ -33,8 +35,8 @@ if TYPE_CHECKING:
     # the chat's first frame.
     from app.llm.stream import StreamEvent
     from app.session.events import ToolCallContent
-    from app.session.indexed import IndexedView
-    from app.session.view import Item, Turn
+    from app.session.indexed import IndexedView, TurnBounds
+    from app.session.view import Item
 
     Entry = Item | str
     """A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
@@ -45,9 +47,6 @@ CHUNK = 30
 """How many blocks come back (or go) at a time when the user scrolls past the window."""
 HISTORY_ITEMS = 64
 """At least this many items are read from a resumed log at a time (about a screenful of blocks)."""
-FIRST_ROWS_PER_BLOCK = 4
-"""A resumed conversation's first frame mounts a block per this many rows of the screen (most blocks
-are taller: a message has its margins, a tool call its result; the rest of the window follows)."""
 READ_BACK = 64
 """Items read at a time while looking for the start of a turn."""
 
@@ -82,11 +81,11 @@ class SessionHistory:
             view = self._view
             start = max(0, self._items_left - items)
             run = view.items[start : self._items_left]
-            turns: list[Turn] = []
+            turns: list[TurnBounds] = []
             # The turns starting after the run's first item, then the one holding it.
             while self._turns_left and (not turns or run and turns[-1].seq > run[0].seq):
                 self._turns_left -= 1
-                turns.append(view.turns[self._turns_left])
+                turns.append(view.turn_bounds(self._turns_left))
             first_turn_seq = turns[-1].seq if turns and run and turns[-1].seq <= run[0].seq else -1
             # Back to that turn's first item (or the log's first, before any turn).
             while start:
@@ -99,7 +98,7 @@ class SessionHistory:
             if not start:
                 while self._turns_left:  # turns before every item read (none logged an item)
                     self._turns_left -= 1
-                    turns.append(view.turns[self._turns_left])
+                    turns.append(view.turn_bounds(self._turns_left))
             self._items_left = start
             ends = sorted((turn.end_seq, turn.end_reason or "") for turn in turns if turn.end_seq is not None)
             return merged_entries(run, ends)
@@ -116,6 +115,37 @@ def merged_entries(items: Iterable[Item], ends: list[tuple[int, str]]) -> list[E
         entries.append(item)
     entries.extend(reason for _seq, reason in ends[position:])
     return entries
+
+
+def _screenful(blocks: list[Block], size: Size) -> int:
+    """How many of the last `blocks` fill a view of `size` (at most a window), by their text's lines
+    wrapped at its width: enough for the first frame of a resumed log without laying them out."""
+    count = rows = 0
+    for block in reversed(blocks):
+        if rows >= size.height or count == WINDOW:
+            break
+        rows += _rows_of(block, max(1, size.width - 4))
+        count += 1
+    return count
+
+
+def _rows_of(block: Block, width: int) -> int:
+    """About the rows a block takes at `width`, rather fewer than more: its top margin and its text's
+    lines (a tool call's result as collapsed); a block of another kind, two."""
+    if isinstance(block, UserBlock):
+        return 1 + _wrapped_lines(block.item.text, width)
+    if isinstance(block, AssistantBlock):
+        text = _wrapped_lines(block.text, width) + 1 if block.text else 0  # and the last paragraph's margin
+        return 1 + bool(block.reasoning) + text + block.interrupted
+    if isinstance(block, ToolCallBlock):
+        result = block.result.content if block.result is not None else ""
+        shown, cut = (result, False) if block.expanded else clip_lines(result, COLLAPSED_LINES)
+        return 2 + (_wrapped_lines(shown, width) if shown else 0) + cut
+    return 2
+
+
+def _wrapped_lines(text: str, width: int) -> int:
+    return sum(max(1, -(-len(line) // width)) for line in text.splitlines()) or 1
 
 
 class Conversation(VerticalScroll, can_focus=False):
@@ -153,17 +183,20 @@ class Conversation(VerticalScroll, can_focus=False):
             self.blocks.extend(self._blocks_of(entry, live=False))
         await self._mount_tail(WINDOW)
 
-    async def resume(self, history: SessionHistory, rows: int) -> None:
-        """Show the end of a resumed log on a screen of `rows` rows: its last turns are read (in a
-        thread) and about a screenful of the last blocks mounted for the first frame. The rest of
-        the window follows behind it, as a live conversation would have it; scrolling back past the
-        window mounts more, and reads the turns before once the blocks read so far are all shown."""
+    async def resume(self, history: SessionHistory, size: Size) -> None:
+        """Show the end of a resumed log in a view of `size`: its last turns are read (in a thread)
+        and as few of the last blocks mounted for the first frame as fill the view (each Markdown
+        reply costs its parse and layout). The rest of the window follows behind it, as a live
+        conversation would have it; scrolling back past the window mounts more, and reads the turns
+        before once the blocks read so far are all shown."""
         self._history = history
-        first = min(max(1, rows // FIRST_ROWS_PER_BLOCK), WINDOW)
         self._low = self._high = len(self.blocks)
-        await self._read_earlier(first)
-        if not self.is_attached:
-            return  # the app quit while the log was being read
+        first = 0
+        while first == self._low and not history.exhausted:
+            await self._read_earlier(self._low + 1)
+            if not self.is_attached:
+                return  # the app quit while the log was being read
+            first = _screenful(self.blocks[: self._low], size)
         await self._mount_tail(first)
         self.call_after_refresh(self.run_worker, self._fill_window, group="window", exclusive=True)
 
@@ -340,6 +373,11 @@ class Conversation(VerticalScroll, can_focus=False):
             self._high = start
         if widgets:
             await self.remove_children(widgets)
+
+    @property
+    def pristine(self) -> bool:
+        """Whether nothing was ever shown in it (a log can be shown in it as in a new one)."""
+        return not self.blocks and self._history is None and not self._calls and self._live_reply is None
 
     @property
     def has_earlier(self) -> bool:

@@ -400,6 +400,13 @@ def _described(blocks: list) -> list[tuple[str, dict[str, object]]]:
     ]
 
 
+async def _resumed(app, pilot):  # type: ignore[no-untyped-def]
+    """The conversation of a chat resuming a session, once its blocks are shown and settled."""
+    await until(pilot, lambda: app.chat.conversation.blocks)
+    await settle(pilot)
+    return app.chat.conversation
+
+
 def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
     from app.session.session import Session
     from app.ui.widgets import conversation as conversation_module
@@ -427,9 +434,7 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
     async def scenario() -> None:
         app = bench.app(session=path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.chat.conversation.blocks)
-            await settle(pilot)
-            conversation = app.chat.conversation
+            conversation = await _resumed(app, pilot)
             # Resumed from its end: a screenful is mounted, and only the last turns are read.
             low, high = conversation.mounted_range
             assert high == len(conversation.blocks) and conversation.virtual_size.height > conversation.size.height
@@ -453,6 +458,54 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
             check_window(conversation)
 
     run(scenario())
+
+
+def test_a_resumed_first_frame_shows_as_few_blocks_as_fill_the_view_with_their_text(bench, monkeypatch) -> None:
+    """Each block mounted before the first frame costs its widgets' layout (a reply its Markdown
+    parse): the first frame has the last blocks that fill the view and no more (the window follows
+    after it, here held back), and their replies' text is in it."""
+    from textual.widgets.markdown import MarkdownBlock
+
+    from app.ui.widgets.assistant_message import AssistantMessage
+    from app.ui.widgets.conversation import Conversation
+    from benchmarks.sessions import write_large_session
+
+    async def window_held_back(conversation: Conversation) -> None:
+        pass
+
+    monkeypatch.setattr(Conversation, "_fill_window", window_held_back)
+    resume = Conversation.resume
+    replies_when_resumed: list[tuple[str, int]] = []
+
+    async def resume_and_look(conversation: Conversation, *args: object) -> None:
+        # What the screen is about to show once the resume returns (the chat ends its batch).
+        await resume(conversation, *args)  # type: ignore[arg-type]
+        for message in conversation.query(AssistantMessage):
+            replies_when_resumed.append((message.block.text, len(message.query(MarkdownBlock))))
+
+    monkeypatch.setattr(Conversation, "resume", resume_and_look)
+    sessions = bench.home / "sessions"
+    sessions.mkdir(parents=True)
+    path = sessions / "20260101-000000-first.jsonl"
+    write_large_session(path, events=800)
+
+    async def scenario() -> None:
+        app = bench.app(session=path)
+        async with app.run_test(size=SIZE) as pilot:
+            conversation = await _resumed(app, pilot)
+            low, high = conversation.mounted_range
+            assert high == len(conversation.blocks) and conversation.has_earlier
+            assert conversation.virtual_size.height > conversation.size.height
+            first = conversation.blocks[low].widget
+            assert first is not None
+            # Without its first block the rest would not fill the view (give or take a row a block:
+            # their heights are estimated from their text, not laid out).
+            rest = conversation.virtual_size.height - first.outer_size.height - first.styles.margin.top
+            assert rest <= conversation.size.height + (high - low)
+
+    run(scenario())
+    # The replies in that frame show their text, not an empty place for it.
+    assert replies_when_resumed and all(blocks for text, blocks in replies_when_resumed if text)
 
 
 def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:

@@ -34,6 +34,8 @@ def _assert_same(view: IndexedView, expected: SessionView) -> None:
     assert len(view.requests) == len(expected.requests)
     assert list(view.requests) == expected.requests
     assert list(view.turns) == expected.turns
+    bounds = [(turn.seq, turn.end_seq, turn.end_reason) for turn in expected.turns]
+    assert [view.turn_bounds(index) for index in range(len(view.turns))] == bounds
     assert list(view.items) == expected.items
     assert view.items[1:-1] == expected.items[1:-1]
     assert view.messages == expected.messages
