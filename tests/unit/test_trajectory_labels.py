@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.ui.widgets.trajectory_model import plain_first_line
+from app.ui.widgets.trajectory_model import parsed_first_line, plain_first_line
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,21 @@ from app.ui.widgets.trajectory_model import plain_first_line
 )
 def test_the_first_line_of_an_answer_loses_its_markdown_marks(markdown: str, plain: str) -> None:
     assert plain_first_line(markdown) == plain
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Plain prose, with punctuation: commas; colons? (parentheses) and 'quotes' — 100% done.",
+        "   Indented a little, with a trailing hard break  ",
+        "\tA tab first",
+        "Words\twith\ttabs and  double  spaces",
+        "你好，世界 (CJK first)",
+        "Émile wrote 1. then 2) and # and + - = | / ^ { } $ @ inside the line",
+        "\u3000Ideographic space first",
+    ],
+)
+def test_a_prose_line_reads_as_the_parse_reads_it(line: str) -> None:
+    """Most answers start with prose: their row takes the line as it is, which must be exactly
+    what the Markdown parse would give."""
+    assert plain_first_line(line) == parsed_first_line(line) == line.strip()

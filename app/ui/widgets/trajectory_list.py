@@ -7,9 +7,12 @@ drawn, so a session of any length costs the same few rows of work per key.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -57,7 +60,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         self.kinds = kinds
         self.rows: EntryRows | IndexedRows = EntryRows([])
         self._seq_width = 1
-        self._strips: LRUCache[tuple[int, int, bool, bool, int, int], Strip] = LRUCache(1024)
+        self._strips: LRUCache[tuple[int, int, bool, bool, int], Strip] = LRUCache(1024)
         self._base: Style | None = None
         self.words: tuple[str, ...] = ()  # the search's, marked in the rows
 
@@ -106,19 +109,17 @@ class TrajectoryList(ScrollView, can_focus=True):
     # --- drawing -----------------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
+        index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
         base = self._base_style
         if index >= len(self.rows):
             return Strip.blank(width, base)
         entry = self.rows[index]
         # Kept as drawn, at its row: a scroll by one row draws one new row, not a screenful.
-        key = (entry.seq, index, index == self.cursor, self.has_focus, width, scroll_x)
+        key = (entry.seq, index, index == self.cursor, self.has_focus, width)
         strip = self._strips.get(key)
         if strip is None:
-            row = self._render_row(entry, index == self.cursor, width)
-            strip = row.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
+            strip = self._render_row(entry, index == self.cursor, width).apply_offsets(0, index)
             self._strips[key] = strip
         return strip
 
@@ -143,19 +144,20 @@ class TrajectoryList(ScrollView, can_focus=True):
             self.refresh()
 
     def _render_row(self, entry: Entry, at_cursor: bool, width: int) -> Strip:
+        """The row's segments put together directly (a `Text` of the whole row would be built,
+        styled and rendered once more): the seq, the indent, the label, in the widget's style and,
+        at the cursor, the cursor's, padded to the width."""
         base = self._base_style
-        text = Text.assemble(
-            (f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
-            "  " * _depth(entry),
-            highlighted(entry_label(entry), self.words),
-            no_wrap=True,
-            end="",
-        )
-        text.stylize_before(base)
-        if at_cursor:
-            text.pad_right(max(width - text.cell_len, 0))
-            text.stylize(self.get_component_rich_style("trajectory-list--cursor"))
-        return Strip(text.render(self.app.console), text.cell_len)
+        console = self.app.console
+        label = highlighted(entry_label(entry), self.words)
+        segments = [
+            Segment(f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
+            Segment("  " * _depth(entry)),
+            *_segments(label, console),
+        ]
+        cursor = self.get_component_rich_style("trajectory-list--cursor") if at_cursor else None
+        strip = Strip(Segment.apply_style(segments, base, cursor))
+        return strip.crop_extend(0, width, base + cursor if cursor is not None else base)
 
     def watch_cursor(self, previous: int, cursor: int) -> None:
         self._refresh_row(previous)
@@ -212,6 +214,14 @@ class TrajectoryList(ScrollView, can_focus=True):
 
     def on_blur(self) -> None:
         self._refresh_row(self.cursor)
+
+
+def _segments(label: Text, console: Console) -> Iterable[Segment]:
+    """`label` as segments in its own style too: `Text.render` leaves the style of a text without
+    spans out (a `Text` printed whole applies it elsewhere)."""
+    if label.spans:
+        return label.render(console)
+    return [Segment(label.plain, console.get_style(label.style) if label.style else None)]
 
 
 def _depth(entry: Entry) -> int:

@@ -9,6 +9,7 @@ its own rows. The tree and the flat list read the same entries; filters are sets
 from __future__ import annotations
 
 import functools
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -455,6 +456,18 @@ def plain_first_line(markdown: str) -> str:
     marks, heading and list marks and link targets dropped (a line that is no prose, such as a
     fence, stays as it is)."""
     line = next((line for line in markdown.splitlines() if line.strip()), "")
+    if _PROSE.fullmatch(line.strip()):
+        return line.strip()  # what the parse gives, at a fraction of its cost (a row per answer)
+    return parsed_first_line(line)
+
+
+_PROSE = re.compile(r"[^\W\d_][^\\`*_\[\]<>!&~\x00]*")
+"""A line Markdown reads as plain text: it starts with a letter (no block mark: heading, quote,
+list, fence, HTML) and holds no character an inline rule acts on."""
+
+
+def parsed_first_line(line: str) -> str:
+    """`line` as Markdown renders it, reduced to its inline text."""
     pieces = [
         child.content
         for token in _markdown().parse(line)

@@ -18,6 +18,7 @@ from app.session.index import index_path
 from app.session.session import Session
 from app.session.view import ToolResultItem
 from app.ui import trajectory_source
+from app.ui.widgets import trajectory_index
 from app.ui.screens.viewer import TrajectoryScreen
 from app.ui.trajectory_source import SessionFileSource
 from app.ui.viewer_app import ViewerApp
@@ -225,3 +226,25 @@ async def test_a_step_outside_any_turn_is_a_row_the_list_can_draw(large) -> None
         assert labels[seq] == "User: no turn"
         assert labels[seq + 2] == "✗ Unreadable line: not part of any turn the log opened"  # its step
         await until(pilot, lambda: "corrupt" in title(screen))
+
+
+async def test_paging_through_the_whole_flat_list_keeps_only_the_last_few_segments(tmp_path, monkeypatch) -> None:
+    """Every row of a long session passes the screen once, Page Down at a time: the segments
+    folded on the way are dropped as the cache's bound says, whatever the session's length."""
+    path = tmp_path / "20260101-000000-c2c2c2.jsonl"
+    write_large_session(path, events=20_000)
+    monkeypatch.setattr(trajectory_index, "SEGMENT_CACHE", 16)
+    async with ViewerApp(SessionFileSource.open(path)).run_test(size=(100, 200)) as pilot:
+        screen = await opened(pilot)
+        await pilot.press("v")
+        flat = screen.query_one(TrajectoryList)
+        model = flat.model
+        assert isinstance(model, IndexedTrajectory)
+        most = 0
+        while flat.cursor < len(flat.rows) - 1:
+            await pilot.press("pagedown")
+            await pilot.pause()
+            most = max(most, len(model._segments))
+        assert model.segment_number(model.last_seq) > 16 * 10  # far more segments than the bound
+        assert flat.scroll_offset.y + flat.scrollable_content_region.height >= len(flat.rows)
+        assert 0 < most <= 16
