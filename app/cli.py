@@ -667,11 +667,13 @@ def _open_chat(options: argparse.Namespace, config: Config | None) -> int:
         return _fail(str(error), EXIT_USAGE)
     session_path = None
     if options.session or options.continue_:
-        # Only then: the chat's first frame does not wait for the session store's import.
-        from app.session.store import SessionStore
+        # Found without the session store (pydantic and the event models): the resumed chat's first
+        # frame would wait for that import here, before the app starts.
+        from app.paths import sessions_dir
+        from app.session.ids import session_file
 
-        store = SessionStore()
-        session_path = store.resolve(options.session or latest_session(store))
+        directory = sessions_dir()
+        session_path = session_file(directory, options.session or latest_session(directory))
 
     from app.ui.app import ChatOptions, run_chat
 

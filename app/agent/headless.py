@@ -171,7 +171,7 @@ async def _run(
         raise UsageError(_("route {route}: {problem}").format(route=route_id, problem=problem))
     cwd = Path.cwd()
     store = SessionStore()
-    with open_session(store, latest_session(store) if options.continue_ else options.session, cwd) as writer:
+    with open_session(store, latest_session(store.directory) if options.continue_ else options.session, cwd) as writer:
         listener.session_opened(writer.header)
         if writer.torn_path is not None:
             listener.note(

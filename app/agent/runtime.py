@@ -122,11 +122,12 @@ def open_session(store: SessionStore, ref: str | None, cwd: Path) -> SessionWrit
     return store.open_writer(ref) if ref else store.create(cwd)
 
 
-def latest_session(store: SessionStore) -> str:
-    """The id of the session written to last (`-c`, as `llm -c` and `claude -c` continue)."""
+def latest_session(directory: Path) -> str:
+    """The id of the session written to last in the store at `directory` (`-c`, as `llm -c` and
+    `claude -c` continue)."""
     from app.session.listing import list_sessions
 
-    readable = [summary for summary in list_sessions(store.directory) if summary.problem is None]
+    readable = [summary for summary in list_sessions(directory) if summary.problem is None]
     if not readable:
         raise SessionError(_("there is no session to continue yet"))
     return max(readable, key=lambda summary: summary.mtime_ns).id

@@ -6,19 +6,16 @@ the wrong JSON type, and an empty `callId`. JSON keys are camelCase; Python attr
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from app.session.ids import SESSION_ID_PATTERN
+
 FORMAT_VERSION = 1
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
-SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-"""What a session id may be: the writer's `20260101-120000-a1b2c3` and other plain names. Ids double
-as file names and are printed, so a file from someone else cannot name a path elsewhere or carry
-escape sequences in one."""
 SessionId = Annotated[str, Field(pattern=f"^{SESSION_ID_PATTERN.pattern}$")]
 Count = Annotated[int, Field(ge=0)]
 Ordinal = Annotated[int, Field(ge=1)]

@@ -39,6 +39,7 @@ from app.session.events import (
     encode_event,
     encode_header,
 )
+from app.session.ids import session_file
 from app.session.index import index_path
 from app.session.invariants import InvalidEventError, PendingCall
 from app.session.reader import EventLineError, decode_event_line
@@ -70,14 +71,7 @@ class SessionStore:
 
     def resolve(self, ref: str | Path) -> Path:
         """The file of a session given by id (in this store) or by path."""
-        if isinstance(ref, str) and SESSION_ID_PATTERN.fullmatch(ref):
-            candidate = self.directory / f"{ref}.jsonl"
-            if candidate.is_file():
-                return candidate
-        path = Path(ref).expanduser()
-        if path.is_file():
-            return path
-        raise SessionNotFoundError(str(ref))
+        return session_file(self.directory, ref)
 
     def create(self, cwd: Path | str, parent: ParentRef | None = None) -> SessionWriter:
         """A new, empty session (inheriting `parent`'s events 0..seq if given), open for writing."""

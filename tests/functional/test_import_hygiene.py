@@ -173,3 +173,42 @@ def test_the_chat_collects_garbage_again_from_its_first_frame(tmp_path: Path) ->
     assert report["collecting_at_first_frame"] is False
     assert report["collecting_after"] is True
     assert report["frozen"] > 0
+
+
+CHAT_ABOUT_TO_START = textwrap.dedent(
+    """
+    import json, sys
+
+    import app.ui.app as chat_app
+
+    class Probe(chat_app.ToolscopeApp):
+        def run(self, **_options):  # what the CLI imported before the app starts
+            print(json.dumps({"modules": sorted(sys.modules), "session": str(self.options.session_path)}))
+            return 0
+
+    chat_app.ToolscopeApp = Probe
+    from app.cli import main
+
+    sys.exit(main(["chat", "--session", sys.argv[1]]))
+    """
+)
+
+
+@pytest.mark.parametrize("by", ["id", "path"])
+def test_the_chat_finds_the_session_to_resume_without_the_session_store(tmp_path: Path, by: str) -> None:
+    """`--session` is resolved before the app starts, so whatever it imports delays the resumed chat's
+    first frame: not the session store nor the models (pydantic, 0.4 s)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    log = sessions / "20260101-000000-abcdef.jsonl"
+    log.write_text("{}\n", encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if key != "TOOLSCOPE_CONFIG"}
+    environment["TOOLSCOPE_HOME"] = str(tmp_path)
+    ref = log.stem if by == "id" else str(log)
+    result = subprocess.run(
+        [sys.executable, "-c", CHAT_ABOUT_TO_START, ref], capture_output=True, text=True, timeout=120, env=environment
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["session"] == str(log)
+    assert sorted(set(report["modules"]) & set(NOT_BEFORE_THE_FIRST_FRAME)) == []
