@@ -101,23 +101,29 @@ class ChatScreen(Screen[None]):
         the user scrolls back, and the status line's totals over the whole log come after the frame.
         """
         history = None
-        # One layout and one frame for all of it (the welcome goes with the blocks coming), not one
-        # for each step: at start-up each costs about as much as the blocks themselves.
-        with self.app.batch_update():
-            conversation = self._conversation
-            view = self._view_size()
-            if not conversation.pristine:
+        view = self._view_size()
+        conversation = self._conversation
+        if not conversation.pristine:
+            with self.app.batch_update():
                 old, conversation = conversation, Conversation()
                 self._conversation = conversation
                 await self.mount(conversation, before=old)
                 await old.remove()
-            self._fed = 0
-            if path is not None:
-                history = await asyncio.to_thread(SessionHistory, path)
+        self._fed = 0
+        if path is not None:
+            # Not in the batch below: the screen keeps answering (keys shown) while a log is read,
+            # which is seconds when a large one is indexed for the first time.
+            history = await asyncio.to_thread(SessionHistory, path)
+        if not self.is_attached:
+            return  # the app quit while the session was being read
+        # One layout and one frame for the blocks and the welcome going with them, not one for each
+        # step: at start-up each costs about as much as the blocks themselves.
+        with self.app.batch_update():
+            if history is not None:
                 self._fed = history.total
                 await conversation.resume(history, view)
-            if not self.is_attached:
-                return  # the app quit while the session was being read
+                if not self.is_attached:
+                    return
             self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(Usage())
         self.app.session_advanced.publish(None)
