@@ -48,4 +48,7 @@ VIEWER_PREVIOUS_ERROR = "E"
 VIEWER_DETAIL = "d"
 VIEWER_INSPECT = "i"
 """The inspector on the request under the cursor."""
+VIEWER_EXPAND_ALL = "shift+space,asterisk"
+"""Everything below the tree's cursor. `*` too: a terminal without the kitty keyboard protocol sends
+Shift+Space as a plain Space."""
 VIEWER_CLOSE = "escape"

@@ -10,13 +10,16 @@ the session view, so measuring one is a `cell_len`, not a render.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from app.i18n import _
+from app.i18n import N_, _, ngettext
 from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, Turn
+from app.ui import keymap
 from app.ui.widgets.trajectory_index import GROUP_SPAN, IndexedTrajectory, Trajectory
 from app.ui.widgets.trajectory_model import (
     Entry,
@@ -41,6 +44,9 @@ class Part:
 NodeData = Entry | Part | TurnGroup
 EXPANDER_WIDTH = 2
 """`Tree.ICON_NODE` ("▶ ") before the label of a node that expands."""
+EXPAND_ALL_ROWS = 2_000
+"""Shift+Space shows at most this many rows below the cursor: on a group of a million events it
+would otherwise build and lay out every node at once. The rest stays collapsed, ready to expand."""
 
 
 def entry_of(data: NodeData | None) -> Entry | None:
@@ -57,6 +63,9 @@ class TrajectoryTree(Tree[NodeData]):
     DEFAULT_CSS = """
     TrajectoryTree { background: $surface; }
     """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(keymap.VIEWER_EXPAND_ALL, "toggle_expand_all", N_("Expand all"), show=False),
+    ]
 
     def __init__(self, model: Trajectory, kinds: frozenset[str], *, id: str | None = None) -> None:
         super().__init__("", id=id)
@@ -194,18 +203,46 @@ class TrajectoryTree(Tree[NodeData]):
                 node.add_leaf(label, data=Part(entry, label))
 
     def action_toggle_expand_all(self) -> None:
-        """Shift+Space: everything below the cursor, built first (children are built on expand)."""
+        """Shift+Space: everything below the cursor expanded (children built first), or collapsed."""
         node = self.cursor_node
         if node is None or not node.allow_expand:
             return
-        if not node.is_expanded:
-            self.load_all(node)
-        node.toggle_all()
+        if node.is_expanded:
+            self.collapse_below(node)
+        elif not self.expand_below(node):
+            self.notify(
+                ngettext(
+                    "Expanded the first {count} row below the cursor; the rest stay collapsed (Space expands one)",
+                    "Expanded the first {count} rows below the cursor; the rest stay collapsed (Space expands one)",
+                    EXPAND_ALL_ROWS,
+                ).format(count=EXPAND_ALL_ROWS)
+            )
 
-    def load_all(self, node: TreeNode[NodeData]) -> None:
-        self.load(node)
-        for child in node.children:
-            self.load_all(child)
+    def expand_below(self, node: TreeNode[NodeData]) -> bool:
+        """Expand `node` and the nodes below it in reading order while at most `EXPAND_ALL_ROWS` rows
+        show under it; False when some are left collapsed."""
+        shown = 0
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if not current.allow_expand:
+                continue
+            self.load(current)
+            if current is not node and shown + len(current.children) > EXPAND_ALL_ROWS:
+                return False
+            shown += len(current.children)
+            current.expand()
+            pending.extend(reversed(current.children))
+        return True
+
+    def collapse_below(self, node: TreeNode[NodeData]) -> None:
+        """Collapse `node` and every built node below it, so expanding it again shows one level."""
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if current.is_expanded:
+                current.collapse()
+            pending.extend(current.children)
 
     def _under_its_call(self, entry: Entry) -> bool:
         call = self.model.call_of(entry)

@@ -122,6 +122,40 @@ async def test_the_mouse_expands_and_selects(session) -> None:
         assert isinstance(subject_of(screen), UserItem)
 
 
+
+def expandable_below(node) -> list:
+    """Every built node under `node` (itself included) that expands."""
+    found, pending = [], [node]
+    while pending:
+        current = pending.pop()
+        if current.allow_expand:
+            found.append(current)
+        pending.extend(current.children)
+    return found
+
+
+async def test_shift_space_expands_everything_below_the_cursor_and_collapses_it_again(session) -> None:
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        await pilot.press("down", "down", "down", "shift+space")  # Turn 4, built only now
+        await pilot.pause()
+        turn = tree.root.children[3]
+        below = expandable_below(turn)
+        assert len(below) > 3 and all(node.is_expanded for node in below)
+        assert any(isinstance(node.data, Part) for node in turn.children[-1].children) or any(
+            isinstance(child.data, Part) for node in below for child in node.children
+        )
+        assert tree_labels(tree)[4] != "Turn 5"  # its rows show between turns 4 and 5
+        await pilot.press("asterisk")  # the same, on terminals that send Shift+Space as Space
+        await pilot.pause()
+        assert not any(node.is_expanded for node in expandable_below(turn))
+        assert tree_labels(tree) == ["Turn 1", "Turn 2", "Turn 3", "Turn 4", "Turn 5", "Turn 6 · failed"]
+        await pilot.press("space")  # expanding it again shows one level, as it did before
+        await pilot.pause()
+        assert all(not node.is_expanded for node in expandable_below(turn) if node is not turn)
+
+
 # --- search --------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from app.session.index import index_path
 from app.session.session import Session
 from app.session.view import ToolResultItem
 from app.ui import trajectory_source
-from app.ui.widgets import trajectory_index
+from app.ui.widgets import trajectory, trajectory_index
 from app.ui.screens.viewer import TrajectoryScreen
 from app.ui.trajectory_source import SessionFileSource
 from app.ui.viewer_app import ViewerApp
@@ -174,6 +174,35 @@ async def test_search_finds_a_hit_inside_a_group_not_yet_expanded_and_jumps_from
         assert screen.current_entry.seq == expected[1] and "match 2 of 2" in title(screen)
         await pilot.press("E")
         assert screen.current_entry.seq == eager.find("error", expected[1], -1, screen.kinds).seq
+
+
+
+async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_reading_order(large, monkeypatch) -> None:
+    """On a million events a group holds a million nodes: Shift+Space builds the first rows below the
+    cursor in reading order, says it stopped there, and collapses all it expanded when pressed again."""
+    monkeypatch.setattr(trajectory, "EXPAND_ALL_ROWS", 160)
+    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pilot.app.workers.wait_for_complete()
+        tree = screen.query_one(TrajectoryTree)
+        group = tree.root.children[0]
+        await pilot.press("shift+space")
+        await pilot.pause()
+        rows = [line.node for line in tree._tree_lines]
+        below = rows[1 : rows.index(tree.root.children[1])]
+        assert 110 < len(below) <= 160  # the group's 100 turns, then what is inside the first
+        # Reading order: every row shown is expanded up to the first that is not, and none after it.
+        expandable = [node for node in below if node.allow_expand]
+        first_collapsed = next(i for i, node in enumerate(expandable) if not node.is_expanded)
+        assert first_collapsed > 2
+        assert not any(node.is_expanded for node in expandable[first_collapsed:])
+        turn_1 = group.children[0]
+        assert turn_1.is_expanded and next(node for node in turn_1.children if node.allow_expand).is_expanded
+        assert any("the rest stay collapsed" in note.message for note in pilot.app._notifications)
+        await pilot.press("shift+space")
+        await pilot.pause()
+        assert [line.node for line in tree._tree_lines] == list(tree.root.children)
+        assert not any(node.is_expanded for node in expandable)
 
 
 async def test_a_file_without_an_index_is_indexed_with_its_progress_shown(large) -> None:

@@ -113,8 +113,7 @@ def test_the_tool_changes_only_preset(session, snap_compare) -> None:
         await pilot.press("f")
         tree = pilot.app.screen.query_one(TrajectoryTree)
         for node in list(tree.root.children):
-            tree.load_all(node)
-            node.expand_all()
+            tree.expand_below(node)
         await pilot.pause()
         await pilot.press("c", "c")
         await detail_settled(pilot)
