@@ -32,9 +32,13 @@ from tests.functional.llm.sse_server import Reply, SSEServer
 SEED = 20260701
 LINES_OF_A_TURN = 15
 """The session header, then turn/start … turn/end of the scripted turn (it never changes tools)."""
-TIMED_KILLS = 40
-"""Kills sent from outside at seeded-random times; one more kill after each line but the last
-comes from inside (`kill_switch/`), so 54 runs in all."""
+TIMED_KILLS = 30
+"""Kills sent from outside at seeded-random times in the turn; ten more land while the command
+runs, and one more after each line but the last comes from inside (`kill_switch/`): 54 runs."""
+COMMAND_KILLS = 10
+COMMAND_WINDOW = 0.2
+"""Kills while a tool runs land this long at most after its call is logged (the command sleeps
+0.3 s): the turn's own pace varies with the machine's load, the command's does not."""
 MIN_KILLS = 50
 KILL_WINDOW = 1.1
 """Timed kills land uniformly in this many seconds after the turn starts; the turn takes
@@ -47,6 +51,9 @@ GRACE = 3 * PIECE_DELAY
 """After a kill, time for the server to notice the dead client and end its reply by itself."""
 KILL_SWITCH = Path(__file__).resolve().parent / "kill_switch"
 ROUTE = RouteSpec("e2e/deepseek")
+TURN_STARTED = b'"type":"turn/start"'
+COMMAND_STARTED = b'"step":1,"callId":"call-sleep"'
+"""The command's `tool/call` line (its result's comes later; the reply names the call otherwise)."""
 
 
 def slow_turn() -> tuple[Reply, Reply]:
@@ -62,16 +69,18 @@ def slow_turn() -> tuple[Reply, Reply]:
 
 @dataclass(frozen=True)
 class KillPoint:
-    """From outside, `seconds` after the session file appears; or from inside, right after the
+    """From outside, `seconds` after the log first holds `after`; or from inside, right after the
     process wrote line `line` of the log."""
 
     seconds: float = 30.0
     line: int | None = None
+    after: bytes = TURN_STARTED
 
 
 def kill_points(rng: random.Random) -> list[KillPoint]:
     timed = [KillPoint(seconds=rng.uniform(0, KILL_WINDOW)) for _ in range(TIMED_KILLS)]
-    return timed + [KillPoint(line=line) for line in range(1, LINES_OF_A_TURN)]
+    in_command = [KillPoint(seconds=rng.uniform(0, COMMAND_WINDOW), after=COMMAND_STARTED) for _ in range(COMMAND_KILLS)]
+    return timed + in_command + [KillPoint(line=line) for line in range(1, LINES_OF_A_TURN)]
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,7 @@ async def kill_one_run(root: Path, point: KillPoint) -> Kill:
         process = await start_run(bench, "--approve", "Read my notes, then wait a moment.", env=env)
         try:
             path = await session_file(bench)
-            held = await watch(path, process, point.seconds)
+            held = await watch(path, process, point)
         finally:
             with contextlib.suppress(ProcessLookupError):  # it may have ended by itself just now
                 process.kill()
@@ -114,18 +123,18 @@ async def session_file(bench: Workbench) -> Path:
     raise TimeoutError("toolscope run created no session file within 30 s")
 
 
-async def watch(path: Path, process: asyncio.subprocess.Process, seconds: float) -> bytes:
-    """Look at the file every POLL seconds until `seconds` after the turn started pass, or the
-    process ends; return the complete lines last seen. The clock starts at `turn/start`, not at
-    the file's creation, so a slow start-up on a loaded machine does not move the kills out of
-    the turn (the turn itself is paced by the server's and the command's wall-clock delays)."""
+async def watch(path: Path, process: asyncio.subprocess.Process, point: KillPoint) -> bytes:
+    """Look at the file every POLL seconds until `point.seconds` after it first holds `point.after`
+    pass, or the process ends; return the complete lines last seen. The clock starts at an event,
+    not at the file's creation, so a slow start-up on a loaded machine does not move the kills out
+    of the turn (the turn itself is paced by the server's and the command's wall-clock delays)."""
     loop = asyncio.get_running_loop()
     deadline: float | None = None
     while True:
         data = path.read_bytes()
         held = data[: data.rfind(b"\n") + 1]
-        if deadline is None and b'"type":"turn/start"' in held:
-            deadline = loop.time() + seconds
+        if deadline is None and point.after in held:
+            deadline = loop.time() + point.seconds
         if (deadline is not None and loop.time() >= deadline) or process.returncode is not None:
             return held
         await asyncio.sleep(POLL)
