@@ -55,8 +55,8 @@ code { font: 13px/1.4 ui-monospace, monospace; }
 .request { border: 1px solid #d0d5dd; border-radius: 6px; margin: 1rem 0; padding: .5rem .8rem; }
 .request > h3 { margin-top: .2rem; }
 .change { font-weight: 600; }
-.routes { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: .6rem; }
-.route { border: 1px solid #eaecf0; border-radius: 4px; padding: .4rem .6rem; }
+.routes { display: grid; grid-template-columns: repeat(auto-fill, minmax(26rem, 1fr)); gap: .6rem; }
+.route { border: 1px solid #eaecf0; border-radius: 4px; padding: .4rem .6rem; min-width: 0; overflow-x: auto; }
 .route h4 { margin: 0; font-size: .95rem; } .about { color: #667085; font-size: .85rem; }
 .kept { color: #067647; } .broken { color: #b42318; }
 .route p { margin: .4rem 0 .1rem; }

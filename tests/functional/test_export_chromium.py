@@ -17,6 +17,7 @@ from app.llm.routes import load_catalog
 from app.session.session import Session
 from tests.functional.test_export import crafted_log, toolscope
 from tests.functional.test_inspect import write_session
+from tests.support.builder import LogBuilder, tool
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def dump_dom(url: str, profile: Path) -> str:
+def dump_dom(url: str, profile: Path, *options: str) -> str:
     """The DOM after Chromium loaded `url`, offline: no network, no GPU, a throwaway profile."""
     result = subprocess.run(
         [
@@ -36,6 +37,7 @@ def dump_dom(url: str, profile: Path) -> str:
             "--disable-background-networking",
             "--no-first-run",
             f"--user-data-dir={profile}",
+            *options,
             "--dump-dom",
             url,
         ],
@@ -101,3 +103,44 @@ def test_the_tool_change_list_is_collapsed_and_a_link_to_it_opens_it(exported, t
     assert "<li>+ <code>alpha</code></li><li>+ <code>beta</code></li>" in closed
     opened = dump_dom(f"{page.as_uri()}#{match.group(1)}", tmp_path / "profile2")
     assert re.search(r'<details open="[^"]*"><summary>2 tools added</summary>', opened)
+
+
+OVERFLOW_PROBE = """<script>
+const width = document.documentElement.clientWidth, wide = [];
+for (const element of document.querySelectorAll("body *")) {
+  if (element.getBoundingClientRect().right > width + 1) wide.push(element.tagName);
+}
+const out = document.createElement("output");
+out.id = "probe"; out.textContent = wide.length ? "wide: " + wide.join(" ") : "fits";
+document.body.append(out);
+</script></body>"""
+
+
+@pytest.mark.parametrize("width", [1300, 800])
+def test_the_page_fits_the_window_with_long_tool_names(tmp_path, width):
+    """Route cards side by side must not push the page sideways: a long MCP tool name that is
+    retained after its removal and one declared with defer_loading used to widen every card. The
+    probe script is added to a copy without the page's Content-Security-Policy, which forbids it."""
+    long_name, later = "lab__files_read_8a6d1028", "lab__search_everything_quickly"
+    log = LogBuilder("long-names")
+    log.start_turn("read the notes")
+    for tools in ([tool("read_file"), tool(long_name)], [tool("read_file"), tool(later)]):
+        log.start_step()
+        log.header_for(tools)
+        log.assistant("reading")
+        log.end_step()
+    log.end_turn()
+    home = tmp_path / "home"
+    session = write_session(log, home / "sessions")
+    page = tmp_path / "export.html"
+    result = toolscope(home, "export", session.stem, "--format", "html", "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    html = page.read_text(encoding="utf-8")
+    assert long_name in html and "retained" in html
+    probed = tmp_path / "probed.html"
+    probed.write_text(
+        re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html).replace("</body>", OVERFLOW_PROBE),
+        encoding="utf-8",
+    )
+    dom = dump_dom(probed.as_uri(), tmp_path / "profile", f"--window-size={width},1000")
+    assert '<output id="probe">fits</output>' in dom
