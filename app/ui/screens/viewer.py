@@ -268,7 +268,7 @@ class TrajectoryScreen(Screen[None]):
         events = self.model.last_seq + 1
         parts = [
             _("Trajectory {session}").format(session=printable_line(self.source.session_id)),
-            ngettext("{n} event", "{n} events", events).format(n=events),
+            ngettext("{n} event", "{n} events", events).format(n=f"{events:,}"),  # 1,000,201 reads at a glance
             _("filter: {name}").format(name=filter_name),
             _("list") if self.flat else _("tree"),
         ]
