@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -134,6 +135,12 @@ class Chain:
             return None
         counts = own.index.code_counts()
         return sum(counts.get(code, 0) for code in codes)
+
+    def block_counts(self) -> array | None:
+        """The line index's per-block code counts (`LineIndex.block_counts`) when its blocks are the
+        session's (one file); None when only a pass over `types` can tell."""
+        own = self.own
+        return own.index.block_counts() if self.types is own.index.types else None
 
     def type_at(self, seq: int) -> int:
         segment, line = self.locate(seq)

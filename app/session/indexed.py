@@ -15,9 +15,11 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, repeat
 from typing import Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
@@ -33,7 +35,7 @@ from app.session.events import (
     TurnEnd,
 )
 from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
-from app.session.index import TYPE_CODES, save_index
+from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
 from app.session.view import (
     FoldSeed,
     Item,
@@ -51,7 +53,7 @@ CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
 CHANGE_BATCH = 256  # events that change the fold state, parsed at a time
 TURN_CACHE_SIZE = 256
-BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
+BLOCK = COUNT_BLOCK  # types counted per block when looking for the n-th event of some kinds
 TAIL_SPAN = 1 << 16  # events from the end within which those are counted back from the end
 
 T = TypeVar("T")
@@ -196,15 +198,25 @@ class Positions:
     one is found by bisecting block totals and scanning one block.
 
     Near the end of a log whose line index keeps its code counts (`total`), they are counted back
-    from the end instead: the tail's numbers and items then cost nothing that grows with the log
-    (the block totals are a pass over every type code, milliseconds for a million events)."""
+    from the end instead: the tail's numbers and items then cost nothing that grows with the log.
+    Elsewhere the block totals are summed from the line index's per-block code counts (`blocks`,
+    when it keeps them) rather than counted again from every type code (milliseconds for a million
+    events, in every fresh view)."""
 
-    def __init__(self, types: bytearray, codes: bytes, total: Callable[[], int | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        types: bytearray,
+        codes: bytes,
+        total: Callable[[], int | None] = lambda: None,
+        blocks: Callable[[], array | None] = lambda: None,
+    ) -> None:
         self._types = types
         self._codes = codes
         self._kept_total = total
+        self._kept_blocks = blocks
         self._known: tuple[int, int | None] = (-1, None)  # (log length, total) last asked
         self._pattern = re.compile(b"[" + codes + b"]")
+        self._marking = bytes(int(code in codes) for code in range(256))  # 1 for the wanted codes
         self._totals: list[int] = [0]  # events before each complete block
 
     def _complete(self) -> None:
@@ -212,9 +224,15 @@ class Positions:
         done = len(self._totals) - 1
         if done >= blocks:
             return
+        if not done and (table := self._kept_blocks()) is not None:
+            width = len(COUNTED_CODES)
+            columns = [table[COUNTED_CODES.index(code) :: width] for code in self._codes if code in COUNTED_CODES]
+            self._totals = list(accumulate(map(sum, zip(*columns)) if columns else repeat(0, len(table) // width), initial=0))
+            done = len(self._totals) - 1
+            if done >= blocks:
+                return
         # One translate marks the wanted codes with 1 over all new blocks; a count per block sums them.
-        marking = bytes(int(code in self._codes) for code in range(256))
-        marks = self._types[done * BLOCK : blocks * BLOCK].translate(marking)
+        marks = self._types[done * BLOCK : blocks * BLOCK].translate(self._marking)
         total = self._totals[-1]
         for block in range(blocks - done):
             total += marks.count(1, block * BLOCK, (block + 1) * BLOCK)
@@ -266,6 +284,8 @@ class Positions:
             return None
         after = total - n  # such events from the n-th on
         size = len(self._types)
+        if after > min(size, TAIL_SPAN):
+            return None  # not within TAIL_SPAN events of the end: each event is at most one of them
         # The span from the end that holds them, grown fourfold (the tail's are in the first one).
         span, high = max(1, BLOCK // 4), size
         while _count(self._types, self._codes, max(0, size - span), size) < after:
@@ -285,21 +305,23 @@ class Positions:
 
     def _from_block_totals(self, n: int) -> int:
         """The seq of the n-th such event: its block by the block totals, then the shortest prefix
-        of that block holding n of them, bisected with counts in C rather than stepping over the
-        matches."""
+        of that block holding n of them, bisected with counts in C (over the block's codes marked
+        once) rather than stepping over the matches."""
         self._complete()
         block = bisect.bisect_right(self._totals, n) - 1
         skip = n - self._totals[block]
-        low, high = block * BLOCK, min(len(self._types), (block + 1) * BLOCK)
+        start = block * BLOCK
+        marks = self._types[start : start + BLOCK].translate(self._marking)
+        low, high = 0, len(marks)
         while low < high:
             middle = (low + high) // 2
-            if _count(self._types, self._codes, block * BLOCK, middle) < skip + 1:
+            if marks.count(1, 0, middle) < skip + 1:
                 low = middle + 1
             else:
                 high = middle
-        if _count(self._types, self._codes, block * BLOCK, low) <= skip:
+        if marks.count(1, 0, low) <= skip:
             raise IndexError(n)
-        return low - 1
+        return start + low - 1
 
 
 ITERATION_RUN = 256
@@ -383,10 +405,10 @@ class IndexedView:
         # lines are read from the index when a state is first wanted (the tail needs none).
         self._loaded_checkpoints: list[bytes] | None = None
         self._unsaved = False
-        self._requests = Positions(chain.types, REQUEST_CODES, lambda: chain.counted(REQUEST_CODES))
-        self._turn_starts = Positions(chain.types, TURN_CODES, lambda: chain.counted(TURN_CODES))
+        self._requests = Positions(chain.types, REQUEST_CODES, lambda: chain.counted(REQUEST_CODES), chain.block_counts)
+        self._turn_starts = Positions(chain.types, TURN_CODES, lambda: chain.counted(TURN_CODES), chain.block_counts)
         item_codes = _item_codes()
-        self._items = Positions(chain.types, item_codes, lambda: chain.counted(item_codes))
+        self._items = Positions(chain.types, item_codes, lambda: chain.counted(item_codes), chain.block_counts)
         self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
