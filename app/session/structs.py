@@ -14,6 +14,7 @@ parse of the whole event).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import product
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -308,19 +309,36 @@ def _builder(struct: type[msgspec.Struct], model: type[BaseModel]) -> Callable[[
         if not field.is_required():
             optional.append(name)
     required = [name for name in model.model_fields if name not in optional]
+    # The fields-set is one set per combination of optional fields present, shared by the instances
+    # that have it: the models are frozen, so nothing adds to it (`model_copy` copies it first).
+    assert model.model_config.get("frozen")
+    fields_sets = {
+        present: {*required, *(name for name, there in zip(optional, present) if there)}
+        for present in product((False, True), repeat=len(optional))
+    }
+    present = ", ".join(f"fields[{name!r}] is not None" for name in optional)
     source = "\n".join([
         "def build(value):",
         f"    fields = {{{', '.join(entries)}}}",
         "    instance = new(model)",
-        "    set_attribute(instance, '__dict__', fields)",
-        f"    fields_set = {{{', '.join(map(repr, required))}}}",
-        *(f"    if fields[{name!r}] is not None: fields_set.add({name!r})" for name in optional),
-        "    set_attribute(instance, '__pydantic_fields_set__', fields_set)",
-        "    set_attribute(instance, '__pydantic_extra__', None)",
-        "    set_attribute(instance, '__pydantic_private__', None)",
+        "    set_dict(instance, fields)",
+        f"    set_fields_set(instance, fields_sets[({present}{',' if optional else ''})])",
+        "    set_extra(instance, None)",
+        "    set_private(instance, None)",
         "    return instance",
     ])
-    namespace = {"new": object.__new__, "model": model, "set_attribute": object.__setattr__, "builders": _BUILDERS}
+    slots = BaseModel.__dict__
+    namespace = {
+        "new": object.__new__,
+        "model": model,
+        "fields_sets": fields_sets,
+        "builders": _BUILDERS,
+        # The slots' own descriptors: what `object.__setattr__` finds by name, called directly.
+        "set_dict": slots["__dict__"].__set__,
+        "set_fields_set": slots["__pydantic_fields_set__"].__set__,
+        "set_extra": slots["__pydantic_extra__"].__set__,
+        "set_private": slots["__pydantic_private__"].__set__,
+    }
     exec(source, namespace)  # noqa: S102 - source made above from the models' own field names
     return namespace["build"]  # type: ignore[no-any-return]
 
