@@ -19,6 +19,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import accumulate, repeat
 from typing import Generic, NamedTuple, TypeVar, overload
 
@@ -72,6 +73,7 @@ CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
 _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
+_ASSISTANT, _REQUEST_ERROR = REQUEST_CODES  # a request's two codes, counted one at a time
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
 
@@ -176,6 +178,12 @@ class Cursor:
 _ALL_CODES = bytes(range(256))
 
 
+@cache
+def _marking(codes: bytes) -> bytes:
+    """A `translate` table that maps the type codes in `codes` to 1 and every other byte to 0."""
+    return bytes(int(code in codes) for code in range(256))
+
+
 def _count(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> int:
     """How many of `types[start:stop]` are in `codes` (one C pass, whatever the number of codes)."""
     if len(codes) == 1:
@@ -216,7 +224,7 @@ class Positions:
         self._kept_blocks = blocks
         self._known: tuple[int, int | None] = (-1, None)  # (log length, total) last asked
         self._pattern = re.compile(b"[" + codes + b"]")
-        self._marking = bytes(int(code in codes) for code in range(256))  # 1 for the wanted codes
+        self._marking = _marking(codes)
         self._totals: list[int] = [0]  # events before each complete block
 
     def _complete(self) -> None:
@@ -386,6 +394,28 @@ class TurnBounds(NamedTuple):
     end_reason: str | None
 
 
+class _Position(NamedTuple):
+    """What `IndexedView.position` found at `seq`, and the seq of its turn's start (-1: no turn)."""
+
+    seq: int
+    turn: int
+    turn_start: int
+    step: int
+    requests: int
+
+    def moved_to(self, seq: int, types: bytearray) -> _Position:
+        """The position at `seq` (not before this one's), counted on over the codes between."""
+        after, through = self.seq + 1, seq + 1
+        requests = self.requests + types.count(_ASSISTANT, self.seq, seq) + types.count(_REQUEST_ERROR, self.seq, seq)
+        turns = types.count(TURN_CODES, after, through)
+        if turns:
+            turn_start = types.rfind(TURN_CODES, after, through)
+            return _Position(seq, self.turn + turns, turn_start, types.count(STEP_CODES, turn_start, through), requests)
+        if not self.turn:
+            return _Position(seq, 0, -1, 0, requests)
+        return _Position(seq, self.turn, self.turn_start, self.step + types.count(STEP_CODES, after, through), requests)
+
+
 # --- the view ------------------------------------------------------------------------------------
 
 
@@ -413,6 +443,7 @@ class IndexedView:
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
+        self._last_position: _Position | None = None
 
     # The lists are made on access, not kept: a view that held lists of its own bound methods would
     # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
@@ -547,17 +578,30 @@ class IndexedView:
         return TurnBounds(start, end, event.data.reason)
 
     def position(self, seq: int) -> tuple[int, int, int]:
-        """(turn, step, requests made before) at `seq`: what a list row shows beside its item."""
+        """(turn, step, requests made before) at `seq`: what a list row shows beside its item.
+
+        Rows are asked for in order: a seq a little after the last one asked for is counted on from
+        it (a few counts over the type codes between them), not found again from the end or the
+        block totals."""
+        last = self._last_position
+        if last is not None and 0 <= seq - last.seq <= BLOCK:
+            found = last.moved_to(seq, self._chain.types)
+        else:
+            found = self._position_from_counts(seq)
+        self._last_position = found
+        return found.turn, found.step, found.requests
+
+    def _position_from_counts(self, seq: int) -> _Position:
         turn = self._turn_starts.rank(seq + 1)
         if not turn:
-            return 0, 0, self._requests.rank(seq)
+            return _Position(seq, 0, -1, 0, self._requests.rank(seq))
         turn_start = self._turn_seqs.get(turn)
         if turn_start is None:
             if len(self._turn_seqs) >= TURN_CACHE_SIZE:
                 self._turn_seqs.clear()
             turn_start = self._turn_seqs[turn] = self._turn_starts.nth(turn - 1)
         step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
-        return turn, step, self._requests.rank(seq)
+        return _Position(seq, turn, turn_start, step, self._requests.rank(seq))
 
     # --- checkpoints -------------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.session import chain as chain_module
+from app.session import structs
 from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session import invariants
@@ -145,7 +147,11 @@ def test_counting_back_from_the_end_and_by_block_totals_equal_the_full_fold(
         path.write_bytes(log.jsonl())
         view = Session.open(path).view()
         _assert_same(view, expected)
-        assert [view.position(seq) for seq in range(len(log.events))] == _positions_of(log)
+        positions = _positions_of(log)
+        assert [view.position(seq) for seq in range(len(log.events))] == positions
+        # Counted on from the last one asked for, or found again (backwards, or a jump past a block).
+        order = [*range(len(log.events) - 1, -1, -1), *range(0, len(log.events), 3), *range(1, len(log.events), block + 2)]
+        assert [view.position(seq) for seq in order] == [positions[seq] for seq in order]
 
 
 def test_code_counts_that_do_not_add_up_are_counted_again(logs) -> None:  # type: ignore[no-untyped-def]
@@ -262,6 +268,54 @@ def test_a_valid_line_the_index_cannot_classify_is_validated(logs) -> None:
     session = Session.open(path).load()
 
     assert session.validated and [event.type for event in session.events][2] == "step/start"
+
+
+def _two_completed_turns(logs) -> list[bytes]:  # type: ignore[no-untyped-def]
+    return [*logs.completed_turn(), *logs.completed_turn(first_seq=9, turn=2, call_id="c2")]
+
+
+def _read_by_the_view(path: Path) -> tuple[object, ...]:
+    view = Session.open(path).view()
+    return list(view.items), [list(request.messages) for request in view.requests]
+
+
+def test_lines_parsed_in_one_call_equal_those_parsed_one_by_one(logs, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A tail's items and a window's messages close together are parsed by one msgspec call over
+    their lines: the same items and messages as parsing each line alone."""
+    path = logs.write("s", _two_completed_turns(logs))
+    parsed_in_runs: list[int] = []
+    decode_run = structs.decode_run
+    monkeypatch.setattr(structs, "decode_run", lambda lines: parsed_in_runs.append(1) or decode_run(lines))
+    read = _read_by_the_view(path)
+    assert parsed_in_runs
+
+    with patch.object(chain_module._Run, "decoded", lambda run: None):  # every line alone
+        assert _read_by_the_view(path) == read
+
+
+def test_a_run_with_a_line_msgspec_cannot_vouch_for_is_read_line_by_line(logs) -> None:  # type: ignore[no-untyped-def]
+    """A valid line the index cannot classify (a space after `"type":`) among the lines parsed in one
+    call (a tool/call: one of the tail's items, between a window's messages): the run is read line
+    by line, and the items and messages are those of the log without it."""
+    lines = _two_completed_turns(logs)
+    expected = _read_by_the_view(logs.write("clean", lines))
+    lines[5] = lines[5].replace(b'{"type":"', b'{"type": "', 1)
+
+    assert _read_by_the_view(logs.write("spaced", lines)) == expected
+
+
+def test_a_corrupt_line_the_view_does_not_read_spoils_no_window(logs) -> None:  # type: ignore[no-untyped-def]
+    """Between a window's messages, a corrupt tool/call line (not a message): the window is read as
+    before (its lines one by one), the corruption left to strict validation and the items."""
+    lines = _two_completed_turns(logs)
+    expected = Session.open(logs.write("clean", lines)).view().requests[1].messages
+    lines[5] = lines[5].replace(b'"callId":"c1"', b'"callId":""', 1)
+    path = logs.write("corrupt", lines)
+
+    assert list(Session.open(path).view().requests[1].messages) == list(expected)
+    with pytest.raises(SessionCorruptionError) as caught:
+        list(Session.open(path).view().items)
+    assert caught.value.line == 7
 
 
 def test_a_file_replaced_under_its_index_is_indexed_again(logs, tmp_path) -> None:
