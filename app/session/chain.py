@@ -422,29 +422,42 @@ class _Run:
         index = segment.index
         if self.line >= len(index) or len(self.seqs) < 2:
             return None
-        first_seq, types, offsets = segment.first_seq, index.types, index.offsets
+        first_seq, types, data = segment.first_seq, index.types, self.data
         first, last = self.line, self.seqs[-1] - first_seq
         if types.find(UNKNOWN, first, last + 1) >= 0:
             return None
-        start = offsets[first]
-        events = structs.decode_run(self.data)
-        if events is None or len(events) != last + 1 - first:
+        # Every line starts with `{"type":"` (a line the index classifies does, if the file is as
+        # the index saw it): checked for all at once, as the type each was parsed as is below.
+        count = last + 1 - first
+        if not data.startswith(_EVENT_START) or data.count(_NEXT_EVENT_START) != count - 1:
             return None
-        wanted = []
-        for seq in self.seqs:
-            at = seq - first_seq
-            event = events[at - first]
-            if not self.data.startswith(_PREFIXES[types[at]], offsets[at] - start) or event.type != TYPE_NAMES[types[at]]:
+        events = structs.decode_run(data)
+        if events is None or len(events) != count:
+            return None
+        if bytes(map(_STRUCT_CODES.__getitem__, map(type, events))) != types[first : last + 1]:
+            return None  # not the lines the index saw: read one by one, which says so
+        wanted = [events[seq - first_seq - first] for seq in self.seqs]
+        header = types.find(_HEADER, first, last + 1)
+        while header >= 0:  # a header nested deeper than the models parse is theirs to judge
+            if not structs.within_models_bound(self._text(header)):
                 return None
-            if type(event) is structs.RequestHeader:
-                stop = offsets[at + 1] if at + 1 < len(index) else index.end
-                if structs.decode_valid(self.data[offsets[at] - start : stop - 1 - start]) is None:
-                    return None  # nested deeper than the models parse: theirs to judge
-            wanted.append(event)
+            header = types.find(_HEADER, header + 1, last + 1)
         return wanted
 
+    def _text(self, at: int) -> bytes:
+        """Line `at` (0-based in the file) of the run's data, without its newline."""
+        index = self.segment.index
+        start = index.offsets[self.line]
+        stop = index.offsets[at + 1] if at + 1 < len(index) else index.end
+        return self.data[index.offsets[at] - start : stop - 1 - start]
 
-_PREFIXES = {code: b'{"type":"' + name.encode() + b'"' for name, code in TYPE_CODES.items()}
+
+_EVENT_START = b'{"type":"'
+_NEXT_EVENT_START = b"\n" + _EVENT_START
+_HEADER = TYPE_CODES["request/header"]
+_STRUCT_CODES = {struct: TYPE_CODES[struct.type] for struct in structs.EVENT_STRUCTS}
+
+
 
 
 # --- opening -------------------------------------------------------------------------------------

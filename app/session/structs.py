@@ -250,23 +250,22 @@ class CompactionSummary(Envelope, tag="compaction/summary"):
     data: CompactionSummaryData
 
 
-_DECODER = msgspec.json.Decoder(
-    Union[
-        TurnStart,
-        TurnEnd,
-        StepStart,
-        StepEnd,
-        UserMessage,
-        RequestHeader,
-        DeveloperMessage,
-        AssistantMessage,
-        ToolCall,
-        ToolResult,
-        RequestError,
-        Retry,
-        CompactionSummary,
-    ]
+EVENT_STRUCTS = (
+    TurnStart,
+    TurnEnd,
+    StepStart,
+    StepEnd,
+    UserMessage,
+    RequestHeader,
+    DeveloperMessage,
+    AssistantMessage,
+    ToolCall,
+    ToolResult,
+    RequestError,
+    Retry,
+    CompactionSummary,
 )
+_DECODER = msgspec.json.Decoder(Union[EVENT_STRUCTS])  # type: ignore[valid-type]
 _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
 
 
@@ -283,9 +282,14 @@ def decode_valid(line: bytes) -> Envelope | None:
         event = _DECODER.decode(line)
     except _DECODE_ERRORS:
         return None
-    if type(event) is RequestHeader and line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+    if type(event) is RequestHeader and not within_models_bound(line):
         return None
     return event  # type: ignore[no-any-return]
+
+
+def within_models_bound(line: bytes) -> bool:
+    """Whether `line` has too few brackets to nest deeper than the models parse (`decode_valid`)."""
+    return line.count(b"[") + line.count(b"{") <= MAX_DEPTH
 
 
 def decode_run(lines: bytes) -> list[Envelope] | None:
