@@ -21,7 +21,7 @@ from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
 from app.session.events import Event, SessionHeader
-from app.session.index import TYPE_CODES, TYPE_NAMES, UNKNOWN, LineIndex, index_path, open_index, type_code
+from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
 from app.session.reader import (
     EventLineError,
@@ -456,8 +456,6 @@ _EVENT_START = b'{"type":"'
 _NEXT_EVENT_START = b"\n" + _EVENT_START
 _HEADER = TYPE_CODES["request/header"]
 _STRUCT_CODES = {struct: TYPE_CODES[struct.type] for struct in structs.EVENT_STRUCTS}
-
-
 
 
 # --- opening -------------------------------------------------------------------------------------

@@ -5,10 +5,10 @@ times as fast as `json.loads` alone. It only says yes faster: a line it refuses 
 pydantic models, which accept it or name the reason, so it must refuse whatever they refuse (tests
 hold the two together on the corrupt corpus and on generated and mutated lines). Strict validation
 (`Chain.validate`) feeds what it decodes to the invariant checker and drops it; every other reader
-gets the pydantic models, except the view's items and messages: `app.session.view` makes them
-straight from the Structs of the lines msgspec accepts, their parts (content, usage, a failure, a
-header) as the models, built by `model_of` without validating again (half the cost of pydantic's
-parse of the whole event).
+gets the pydantic models, built from the Structs by `model_of` without validating again
+(`event_model`, a fraction of the cost of pydantic's parse), except the view's items and messages:
+`app.session.view` makes them straight from the Structs, their parts (content, usage, a failure,
+a header) as the models, built the same way.
 """
 
 from __future__ import annotations
