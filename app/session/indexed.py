@@ -74,6 +74,7 @@ _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
 _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
 _ASSISTANT, _REQUEST_ERROR = REQUEST_CODES  # a request's two codes, counted one at a time
+_TURN_START, _STEP_START = TURN_CODES[0], STEP_CODES[0]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
 
@@ -444,6 +445,8 @@ class IndexedView:
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
         self._last_position: _Position | None = None
+        self._run_seqs: list[int] = []  # the seqs of the last run of items built, and their positions
+        self._run_positions: dict[int, tuple[int, int, int]] | None = None
 
     # The lists are made on access, not kept: a view that held lists of its own bound methods would
     # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
@@ -560,9 +563,12 @@ class IndexedView:
         return item
 
     def item_run(self, start: int, stop: int) -> list[Item]:
-        """Items `start..stop-1`, parsed from one read."""
+        """Items `start..stop-1`, parsed from one read. Their positions are then counted in one
+        pass over the type codes they span, when one of them is first asked for (`position`)."""
+        seqs = self._items.run(start, stop)
+        self._run_seqs, self._run_positions = seqs, None
         with collector_paused():
-            events = self._chain.decoded(self._items.run(start, stop))
+            events = self._chain.decoded(seqs)
             return [item for item in map(item_of, events) if item is not None]
 
     def turn_bounds(self, index: int) -> TurnBounds:
@@ -583,6 +589,13 @@ class IndexedView:
         Rows are asked for in order: a seq a little after the last one asked for is counted on from
         it (a few counts over the type codes between them), not found again from the end or the
         block totals."""
+        run = self._run_seqs
+        if run and run[0] <= seq <= run[-1]:
+            if self._run_positions is None:
+                self._run_positions = self._positions_of_run(run)
+            known = self._run_positions.get(seq)
+            if known is not None:
+                return known
         last = self._last_position
         if last is not None and 0 <= seq - last.seq <= BLOCK:
             found = last.moved_to(seq, self._chain.types)
@@ -590,6 +603,26 @@ class IndexedView:
             found = self._position_from_counts(seq)
         self._last_position = found
         return found.turn, found.step, found.requests
+
+    def _positions_of_run(self, seqs: list[int]) -> dict[int, tuple[int, int, int]]:
+        """`position` of each of the ascending `seqs`, from the first one's, counted on code by code."""
+        first = self._position_from_counts(seqs[0])
+        turn, step, requests = first.turn, first.step, first.requests
+        found = {seqs[0]: (turn, step, requests)}
+        wanted = iter(seqs[1:])
+        target = next(wanted, None)
+        types = self._chain.types
+        for seq in range(seqs[0] + 1, seqs[-1] + 1):
+            requests += types[seq - 1] in REQUEST_CODES
+            code = types[seq]
+            if code == _TURN_START:
+                turn, step = turn + 1, 0
+            elif code == _STEP_START and turn:
+                step += 1
+            if seq == target:
+                found[seq] = (turn, step, requests)
+                target = next(wanted, None)
+        return found
 
     def _position_from_counts(self, seq: int) -> _Position:
         turn = self._turn_starts.rank(seq + 1)
