@@ -18,7 +18,6 @@ generated session of `--events` events. Exits 1 when a goal does not hold.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import sys
@@ -30,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.session.session import Session  # noqa: E402
-from benchmarks.bench_large import full_request, nearest, requests_by_window, tail  # noqa: E402
+from benchmarks.bench_large import full_request, nearest, report, requests_by_window, tail  # noqa: E402
 from benchmarks.sessions import write_large_session  # noqa: E402
 
 SAMPLED = 20
@@ -91,9 +90,8 @@ def main() -> int:
             medium_times.append(least_cpu(lambda relative=relative: request_cpu(medium, relative), options.rounds))
             cycles_times.append(least_cpu(lambda paired=paired: request_cpu(cycles, paired), options.rounds))
 
-    print("load average (1, 5, 15 min): " + ", ".join(f"{load:.2f}" for load in os.getloadavg()))
     ms = 1000
-    rows = [
+    return report([
         ("tail BIG / 10-event (CPU)", tails[big] / tails[small], 2.0, f"{tails[big] * ms:.2f} ms / {tails[small] * ms:.2f} ms"),
         ("  not a goal: tail BIG / 1,000-event (200 items)", tails[big] / tails[medium], None,
          f"{tails[big] * ms:.2f} ms / {tails[medium] * ms:.2f} ms"),
@@ -102,16 +100,7 @@ def main() -> int:
          f"{statistics.median(windows):.0f} / {statistics.median(medium_windows):.0f} messages"),
         ("  not a goal: same, equal windows (10,000-event)", statistics.median(big_times) / statistics.median(cycles_times), None,
          f"{statistics.median(big_times) * ms:.2f} ms / {statistics.median(cycles_times) * ms:.2f} ms"),
-    ]
-    failed = False
-    for name, value, goal, detail in rows:
-        if goal is None:
-            print(f"{name:50} {value:9.3f}  ({detail})")
-            continue
-        met = value <= goal
-        failed = failed or not met
-        print(f"{name:50} {value:9.3f}  ({detail}; goal ≤ {goal}: {'met' if met else 'NOT met'})")
-    return 1 if failed else 0
+    ])
 
 
 if __name__ == "__main__":

@@ -250,21 +250,7 @@ class CompactionSummary(Envelope, tag="compaction/summary"):
     data: CompactionSummaryData
 
 
-EVENT_STRUCTS = (
-    TurnStart,
-    TurnEnd,
-    StepStart,
-    StepEnd,
-    UserMessage,
-    RequestHeader,
-    DeveloperMessage,
-    AssistantMessage,
-    ToolCall,
-    ToolResult,
-    RequestError,
-    Retry,
-    CompactionSummary,
-)
+EVENT_STRUCTS: tuple[type[Envelope], ...] = tuple(Envelope.__subclasses__())  # one per event type
 _DECODER = msgspec.json.Decoder(Union[EVENT_STRUCTS])  # type: ignore[valid-type]
 _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
 
