@@ -242,6 +242,11 @@ def main() -> int:
         for path in sessions.glob("*.idx"):
             path.unlink()
 
+    return report(results)
+
+
+def report(results: list[tuple[str, float, float | None, str]]) -> int:
+    """Print the load average and each (name, value, goal or None, detail); 1 if a goal is not met."""
     print("load average (1, 5, 15 min): " + ", ".join(f"{load:.2f}" for load in os.getloadavg()))
     failed = False
     for name, value, goal, detail in results:

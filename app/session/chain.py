@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
 from app.session.events import Event, SessionHeader
-from app.session.index import UNKNOWN, LineIndex, index_path, open_index, type_code
+from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
 from app.session.reader import (
     EventLineError,
@@ -135,6 +136,12 @@ class Chain:
         counts = own.index.code_counts()
         return sum(counts.get(code, 0) for code in codes)
 
+    def block_counts(self) -> array | None:
+        """The line index's per-block code counts (`LineIndex.block_counts`) when its blocks are the
+        session's (one file); None when only a pass over `types` can tell."""
+        own = self.own
+        return own.index.block_counts() if self.types is own.index.types else None
+
     def type_at(self, seq: int) -> int:
         segment, line = self.locate(seq)
         if line < len(segment.index):
@@ -219,28 +226,42 @@ class Chain:
 
     def decoded(self, seqs: list[int]) -> list[Event | structs.Envelope]:
         """The events of `seqs` (in that order) for reading only, the fast way: an event parsed
-        before as it was, else the msgspec Struct of its line (one pass that validates it; not
-        kept), else — a line msgspec refuses — the pydantic event or the error naming the line's
-        fault, as `select` gives. `app.session.view.item_of` takes either kind."""
+        before as it was, else the msgspec Struct of its line (validated in the pass that parses
+        it; not kept), else — a line msgspec refuses — the pydantic event or the error naming the
+        line's fault, as `select` gives. `app.session.view.item_of` takes either kind.
+
+        Lines close together are parsed in one call (`structs.decode_run`, the lines between
+        them included): a window's or a tail's lines cost msgspec's parse, not a Python step each.
+        A run it cannot vouch for is read line by line as before."""
         cache = self._cache
         read: dict[int, Event | structs.Envelope] = {}
-        for seq, segment, number, line in self.picked_lines(sorted({seq for seq in seqs if seq not in cache})):
-            read[seq] = structs.decode_valid(line) or self._decode(segment, number, line)
+        for run in self._picked_runs(sorted({seq for seq in seqs if seq not in cache})):
+            events = run.decoded()
+            if events is not None:
+                read.update(zip(run.seqs, events))
+                continue
+            for seq, segment, number, line in run.lines():
+                read[seq] = structs.decode_valid(line) or self._decode(segment, number, line)
         return [read[seq] if seq in read else cache[seq] for seq in seqs]
 
     def picked_lines(self, seqs: list[int]) -> Iterator[tuple[int, Segment, int, bytes]]:
         """(seq, segment, line number, bytes) for the ascending `seqs`: lines close together come
         from one read, and no line between two far apart is read or split."""
+        for run in self._picked_runs(seqs):
+            yield from run.lines()
+
+    def _picked_runs(self, seqs: list[int]) -> Iterator[_Run]:
+        """The ascending `seqs` in runs of lines of one file close together, each run read at once."""
         position = 0
         while position < len(seqs):
             segment, line = self.locate(seqs[position])
             index = segment.index
             if line >= len(index):
                 assert segment.last_line is not None
-                yield seqs[position], segment, line + 2, segment.last_line
+                yield _Run(self, segment, seqs[position : position + 1], segment.last_line + b"\n", line)
                 position += 1
                 continue
-            offsets, types, indexed = index.offsets, index.types, len(index)
+            offsets, indexed = index.offsets, len(index)
             first_seq = segment.first_seq
             seqs_indexed_end = first_seq + min(indexed, segment.count)  # past this file's indexed lines
             run_end = position + 1
@@ -256,18 +277,16 @@ class Chain:
             with segment.path.open("rb") as handle:
                 handle.seek(start)
                 data = handle.read(stop - start)
-            for seq in seqs[position:run_end]:
-                at = seq - first_seq
-                begin = offsets[at] - start
-                end = (offsets[at + 1] if at + 1 < indexed else index.end) - 1 - start
-                text = data[begin:end]
-                if data[end : end + 1] != b"\n" or type_code(text) != types[at]:
-                    raise self._stale(segment)
-                yield seq, segment, at + 2, text
+            yield _Run(self, segment, seqs[position:run_end], data, line)
             position = run_end
 
     @staticmethod
     def _decode(segment: Segment, number: int, line: bytes) -> Event:
+        """The event of a line, validated strictly: the pydantic model built from msgspec's Struct
+        when msgspec says yes; else the models' parse, which accepts the line or names its fault."""
+        event = structs.event_model(line)
+        if event is not None:
+            return event  # type: ignore[return-value]
         try:
             return decode_event_line(line)
         except EventLineError as error:
@@ -366,6 +385,77 @@ class Chain:
                     last=checker.next_seq - 1, seq=segment.limit
                 ),
             )
+
+
+class _Run:
+    """Wanted lines of one file close together, and the bytes read for them: from the first wanted
+    line's start to the last one's newline (the lines between included), or a complete last line
+    that lacks its newline (not in the index; given one here)."""
+
+    def __init__(self, chain: Chain, segment: Segment, seqs: list[int], data: bytes, line: int) -> None:
+        self.chain, self.segment, self.seqs, self.data, self.line = chain, segment, seqs, data, line
+
+    def lines(self) -> Iterator[tuple[int, Segment, int, bytes]]:
+        """(seq, segment, line number, bytes) of each wanted line, each checked against the index."""
+        segment, data = self.segment, self.data
+        index = segment.index
+        if self.line >= len(index):
+            yield self.seqs[0], segment, self.line + 2, data[:-1]
+            return
+        offsets, types, indexed, first_seq = index.offsets, index.types, len(index), segment.first_seq
+        start = offsets[self.line]
+        for seq in self.seqs:
+            at = seq - first_seq
+            begin = offsets[at] - start
+            end = (offsets[at + 1] if at + 1 < indexed else index.end) - 1 - start
+            text = data[begin:end]
+            if data[end : end + 1] != b"\n" or type_code(text) != types[at]:
+                raise self.chain._stale(segment)
+            yield seq, segment, at + 2, text
+
+    def decoded(self) -> list[structs.Envelope] | None:
+        """The Structs of the wanted lines from one msgspec call over the run, when every line of it
+        is one msgspec accepts and the index's type codes say what each is (so each starts with
+        `{"type":"`, as `decode_valid` asks); None when it cannot vouch for them all (the lines are
+        then read one by one, which names a line's fault or a changed file)."""
+        segment = self.segment
+        index = segment.index
+        if self.line >= len(index) or len(self.seqs) < 2:
+            return None
+        first_seq, types, data = segment.first_seq, index.types, self.data
+        first, last = self.line, self.seqs[-1] - first_seq
+        if types.find(UNKNOWN, first, last + 1) >= 0:
+            return None
+        # Every line starts with `{"type":"` (a line the index classifies does, if the file is as
+        # the index saw it): checked for all at once, as the type each was parsed as is below.
+        count = last + 1 - first
+        if not data.startswith(_EVENT_START) or data.count(_NEXT_EVENT_START) != count - 1:
+            return None
+        events = structs.decode_run(data)
+        if events is None or len(events) != count:
+            return None
+        if bytes(map(_STRUCT_CODES.__getitem__, map(type, events))) != types[first : last + 1]:
+            return None  # not the lines the index saw: read one by one, which says so
+        wanted = [events[seq - first_seq - first] for seq in self.seqs]
+        header = types.find(_HEADER, first, last + 1)
+        while header >= 0:  # a header nested deeper than the models parse is theirs to judge
+            if not structs.within_models_bound(self._text(header)):
+                return None
+            header = types.find(_HEADER, header + 1, last + 1)
+        return wanted
+
+    def _text(self, at: int) -> bytes:
+        """Line `at` (0-based in the file) of the run's data, without its newline."""
+        index = self.segment.index
+        start = index.offsets[self.line]
+        stop = index.offsets[at + 1] if at + 1 < len(index) else index.end
+        return self.data[index.offsets[at] - start : stop - 1 - start]
+
+
+_EVENT_START = b'{"type":"'
+_NEXT_EVENT_START = b"\n" + _EVENT_START
+_HEADER = TYPE_CODES["request/header"]
+_STRUCT_CODES = {struct: TYPE_CODES[struct.type] for struct in structs.EVENT_STRUCTS}
 
 
 # --- opening -------------------------------------------------------------------------------------

@@ -253,17 +253,25 @@ class ToolHistoryReducer:
 
     def _redefines_declared(self, tools: tuple[ToolDefinition, ...]) -> bool:
         for tool in tools:
-            known = self._declared_json.get(tool.name)
-            if known is not None and known != canonical_tool(tool):
+            known = self._declared.get(tool.name)
+            if known is not None and known is not tool and self._declared_canonical(known) != canonical_tool(tool):
                 return True
         return False
+
+    def _declared_canonical(self, tool: ToolDefinition) -> str:
+        """The canonical JSON of a declared tool, made when a header is first compared with it (a
+        reducer restored from a checkpoint replays headers of dozens of tools it may never compare)."""
+        known = self._declared_json.get(tool.name)
+        if known is None:
+            known = self._declared_json[tool.name] = canonical_tool(tool)
+        return known
 
     def _start_over(self, seq: int, header: RequestHeaderData) -> None:
         self._sequence = header.sequence
         self._initial = header.tools
         self._system = header.system
         self._declared = {tool.name: tool for tool in header.tools}
-        self._declared_json = {tool.name: canonical_tool(tool) for tool in header.tools}
+        self._declared_json = {}  # filled by `_declared_canonical`
         self._updates = []
         self._updates_tuple = ()
         self._declared_tuple = None
@@ -283,7 +291,6 @@ class ToolHistoryReducer:
                 definition = self._header_tools(addition.header_seq)[addition.name]
                 if definition.name not in self._declared:
                     self._declared[definition.name] = definition
-                    self._declared_json[definition.name] = canonical_tool(definition)
                     self._declared_tuple = None
                 additions.append(definition)
             update = HistoryUpdate(

@@ -15,9 +15,12 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
+from itertools import accumulate, repeat
 from typing import Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
@@ -33,7 +36,7 @@ from app.session.events import (
     TurnEnd,
 )
 from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
-from app.session.index import TYPE_CODES, save_index
+from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
 from app.session.view import (
     FoldSeed,
     Item,
@@ -51,7 +54,7 @@ CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
 CHANGE_BATCH = 256  # events that change the fold state, parsed at a time
 TURN_CACHE_SIZE = 256
-BLOCK = 4096  # types counted per block when looking for the n-th event of some kinds
+BLOCK = COUNT_BLOCK  # types counted per block when looking for the n-th event of some kinds
 TAIL_SPAN = 1 << 16  # events from the end within which those are counted back from the end
 
 T = TypeVar("T")
@@ -70,6 +73,8 @@ CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
 _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
+_ASSISTANT, _REQUEST_ERROR = REQUEST_CODES  # a request's two codes, counted one at a time
+_TURN_START, _STEP_START = TURN_CODES[0], STEP_CODES[0]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
 
@@ -174,6 +179,12 @@ class Cursor:
 _ALL_CODES = bytes(range(256))
 
 
+@cache
+def _marking(codes: bytes) -> bytes:
+    """A `translate` table that maps the type codes in `codes` to 1 and every other byte to 0."""
+    return bytes(int(code in codes) for code in range(256))
+
+
 def _count(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> int:
     """How many of `types[start:stop]` are in `codes` (one C pass, whatever the number of codes)."""
     if len(codes) == 1:
@@ -196,15 +207,25 @@ class Positions:
     one is found by bisecting block totals and scanning one block.
 
     Near the end of a log whose line index keeps its code counts (`total`), they are counted back
-    from the end instead: the tail's numbers and items then cost nothing that grows with the log
-    (the block totals are a pass over every type code, milliseconds for a million events)."""
+    from the end instead: the tail's numbers and items then cost nothing that grows with the log.
+    Elsewhere the block totals are summed from the line index's per-block code counts (`blocks`,
+    when it keeps them) rather than counted again from every type code (milliseconds for a million
+    events, in every fresh view)."""
 
-    def __init__(self, types: bytearray, codes: bytes, total: Callable[[], int | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        types: bytearray,
+        codes: bytes,
+        total: Callable[[], int | None] = lambda: None,
+        blocks: Callable[[], array | None] = lambda: None,
+    ) -> None:
         self._types = types
         self._codes = codes
         self._kept_total = total
+        self._kept_blocks = blocks
         self._known: tuple[int, int | None] = (-1, None)  # (log length, total) last asked
         self._pattern = re.compile(b"[" + codes + b"]")
+        self._marking = _marking(codes)
         self._totals: list[int] = [0]  # events before each complete block
 
     def _complete(self) -> None:
@@ -212,9 +233,15 @@ class Positions:
         done = len(self._totals) - 1
         if done >= blocks:
             return
+        if not done and (table := self._kept_blocks()) is not None:
+            width = len(COUNTED_CODES)
+            columns = [table[COUNTED_CODES.index(code) :: width] for code in self._codes if code in COUNTED_CODES]
+            self._totals = list(accumulate(map(sum, zip(*columns)) if columns else repeat(0, len(table) // width), initial=0))
+            done = len(self._totals) - 1
+            if done >= blocks:
+                return
         # One translate marks the wanted codes with 1 over all new blocks; a count per block sums them.
-        marking = bytes(int(code in self._codes) for code in range(256))
-        marks = self._types[done * BLOCK : blocks * BLOCK].translate(marking)
+        marks = self._types[done * BLOCK : blocks * BLOCK].translate(self._marking)
         total = self._totals[-1]
         for block in range(blocks - done):
             total += marks.count(1, block * BLOCK, (block + 1) * BLOCK)
@@ -266,6 +293,8 @@ class Positions:
             return None
         after = total - n  # such events from the n-th on
         size = len(self._types)
+        if after > min(size, TAIL_SPAN):
+            return None  # not within TAIL_SPAN events of the end: each event is at most one of them
         # The span from the end that holds them, grown fourfold (the tail's are in the first one).
         span, high = max(1, BLOCK // 4), size
         while _count(self._types, self._codes, max(0, size - span), size) < after:
@@ -285,21 +314,23 @@ class Positions:
 
     def _from_block_totals(self, n: int) -> int:
         """The seq of the n-th such event: its block by the block totals, then the shortest prefix
-        of that block holding n of them, bisected with counts in C rather than stepping over the
-        matches."""
+        of that block holding n of them, bisected with counts in C (over the block's codes marked
+        once) rather than stepping over the matches."""
         self._complete()
         block = bisect.bisect_right(self._totals, n) - 1
         skip = n - self._totals[block]
-        low, high = block * BLOCK, min(len(self._types), (block + 1) * BLOCK)
+        start = block * BLOCK
+        marks = self._types[start : start + BLOCK].translate(self._marking)
+        low, high = 0, len(marks)
         while low < high:
             middle = (low + high) // 2
-            if _count(self._types, self._codes, block * BLOCK, middle) < skip + 1:
+            if marks.count(1, 0, middle) < skip + 1:
                 low = middle + 1
             else:
                 high = middle
-        if _count(self._types, self._codes, block * BLOCK, low) <= skip:
+        if marks.count(1, 0, low) <= skip:
             raise IndexError(n)
-        return low - 1
+        return start + low - 1
 
 
 ITERATION_RUN = 256
@@ -364,6 +395,28 @@ class TurnBounds(NamedTuple):
     end_reason: str | None
 
 
+class _Position(NamedTuple):
+    """What `IndexedView.position` found at `seq`, and the seq of its turn's start (-1: no turn)."""
+
+    seq: int
+    turn: int
+    turn_start: int
+    step: int
+    requests: int
+
+    def moved_to(self, seq: int, types: bytearray) -> _Position:
+        """The position at `seq` (not before this one's), counted on over the codes between."""
+        after, through = self.seq + 1, seq + 1
+        requests = self.requests + types.count(_ASSISTANT, self.seq, seq) + types.count(_REQUEST_ERROR, self.seq, seq)
+        turns = types.count(TURN_CODES, after, through)
+        if turns:
+            turn_start = types.rfind(TURN_CODES, after, through)
+            return _Position(seq, self.turn + turns, turn_start, types.count(STEP_CODES, turn_start, through), requests)
+        if not self.turn:
+            return _Position(seq, 0, -1, 0, requests)
+        return _Position(seq, self.turn, self.turn_start, self.step + types.count(STEP_CODES, after, through), requests)
+
+
 # --- the view ------------------------------------------------------------------------------------
 
 
@@ -383,14 +436,17 @@ class IndexedView:
         # lines are read from the index when a state is first wanted (the tail needs none).
         self._loaded_checkpoints: list[bytes] | None = None
         self._unsaved = False
-        self._requests = Positions(chain.types, REQUEST_CODES, lambda: chain.counted(REQUEST_CODES))
-        self._turn_starts = Positions(chain.types, TURN_CODES, lambda: chain.counted(TURN_CODES))
+        self._requests = Positions(chain.types, REQUEST_CODES, lambda: chain.counted(REQUEST_CODES), chain.block_counts)
+        self._turn_starts = Positions(chain.types, TURN_CODES, lambda: chain.counted(TURN_CODES), chain.block_counts)
         item_codes = _item_codes()
-        self._items = Positions(chain.types, item_codes, lambda: chain.counted(item_codes))
+        self._items = Positions(chain.types, item_codes, lambda: chain.counted(item_codes), chain.block_counts)
         self._cursor: Cursor | None = None  # the last state built, reused by the next request after it
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
+        self._last_position: _Position | None = None
+        self._run_seqs: list[int] = []  # the seqs of the last run of items built, and their positions
+        self._run_positions: dict[int, tuple[int, int, int]] | None = None
 
     # The lists are made on access, not kept: a view that held lists of its own bound methods would
     # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
@@ -507,9 +563,12 @@ class IndexedView:
         return item
 
     def item_run(self, start: int, stop: int) -> list[Item]:
-        """Items `start..stop-1`, parsed from one read."""
+        """Items `start..stop-1`, parsed from one read. Their positions are then counted in one
+        pass over the type codes they span, when one of them is first asked for (`position`)."""
+        seqs = self._items.run(start, stop)
+        self._run_seqs, self._run_positions = seqs, None
         with collector_paused():
-            events = self._chain.decoded(self._items.run(start, stop))
+            events = self._chain.decoded(seqs)
             return [item for item in map(item_of, events) if item is not None]
 
     def turn_bounds(self, index: int) -> TurnBounds:
@@ -525,17 +584,57 @@ class IndexedView:
         return TurnBounds(start, end, event.data.reason)
 
     def position(self, seq: int) -> tuple[int, int, int]:
-        """(turn, step, requests made before) at `seq`: what a list row shows beside its item."""
+        """(turn, step, requests made before) at `seq`: what a list row shows beside its item.
+
+        Rows are asked for in order: a seq a little after the last one asked for is counted on from
+        it (a few counts over the type codes between them), not found again from the end or the
+        block totals."""
+        run = self._run_seqs
+        if run and run[0] <= seq <= run[-1]:
+            if self._run_positions is None:
+                self._run_positions = self._positions_of_run(run)
+            known = self._run_positions.get(seq)
+            if known is not None:
+                return known
+        last = self._last_position
+        if last is not None and 0 <= seq - last.seq <= BLOCK:
+            found = last.moved_to(seq, self._chain.types)
+        else:
+            found = self._position_from_counts(seq)
+        self._last_position = found
+        return found.turn, found.step, found.requests
+
+    def _positions_of_run(self, seqs: list[int]) -> dict[int, tuple[int, int, int]]:
+        """`position` of each of the ascending `seqs`, from the first one's, counted on code by code."""
+        first = self._position_from_counts(seqs[0])
+        turn, step, requests = first.turn, first.step, first.requests
+        found = {seqs[0]: (turn, step, requests)}
+        wanted = iter(seqs[1:])
+        target = next(wanted, None)
+        types = self._chain.types
+        for seq in range(seqs[0] + 1, seqs[-1] + 1):
+            requests += types[seq - 1] in REQUEST_CODES
+            code = types[seq]
+            if code == _TURN_START:
+                turn, step = turn + 1, 0
+            elif code == _STEP_START and turn:
+                step += 1
+            if seq == target:
+                found[seq] = (turn, step, requests)
+                target = next(wanted, None)
+        return found
+
+    def _position_from_counts(self, seq: int) -> _Position:
         turn = self._turn_starts.rank(seq + 1)
         if not turn:
-            return 0, 0, self._requests.rank(seq)
+            return _Position(seq, 0, -1, 0, self._requests.rank(seq))
         turn_start = self._turn_seqs.get(turn)
         if turn_start is None:
             if len(self._turn_seqs) >= TURN_CACHE_SIZE:
                 self._turn_seqs.clear()
             turn_start = self._turn_seqs[turn] = self._turn_starts.nth(turn - 1)
         step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
-        return turn, step, self._requests.rank(seq)
+        return _Position(seq, turn, turn_start, step, self._requests.rank(seq))
 
     # --- checkpoints -------------------------------------------------------------------------------
 

@@ -5,15 +5,16 @@ times as fast as `json.loads` alone. It only says yes faster: a line it refuses 
 pydantic models, which accept it or name the reason, so it must refuse whatever they refuse (tests
 hold the two together on the corrupt corpus and on generated and mutated lines). Strict validation
 (`Chain.validate`) feeds what it decodes to the invariant checker and drops it; every other reader
-gets the pydantic models, except the view's items and messages: `app.session.view` makes them
-straight from the Structs of the lines msgspec accepts, their parts (content, usage, a failure, a
-header) as the models, built by `model_of` without validating again (half the cost of pydantic's
-parse of the whole event).
+gets the pydantic models, built from the Structs by `model_of` without validating again
+(`event_model`, a fraction of the cost of pydantic's parse), except the view's items and messages:
+`app.session.view` makes them straight from the Structs, their parts (content, usage, a failure,
+a header) as the models, built the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import product
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -249,23 +250,8 @@ class CompactionSummary(Envelope, tag="compaction/summary"):
     data: CompactionSummaryData
 
 
-_DECODER = msgspec.json.Decoder(
-    Union[
-        TurnStart,
-        TurnEnd,
-        StepStart,
-        StepEnd,
-        UserMessage,
-        RequestHeader,
-        DeveloperMessage,
-        AssistantMessage,
-        ToolCall,
-        ToolResult,
-        RequestError,
-        Retry,
-        CompactionSummary,
-    ]
-)
+EVENT_STRUCTS: tuple[type[Envelope], ...] = tuple(Envelope.__subclasses__())  # one per event type
+_DECODER = msgspec.json.Decoder(Union[EVENT_STRUCTS])  # type: ignore[valid-type]
 _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
 
 
@@ -282,9 +268,25 @@ def decode_valid(line: bytes) -> Envelope | None:
         event = _DECODER.decode(line)
     except _DECODE_ERRORS:
         return None
-    if type(event) is RequestHeader and line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+    if type(event) is RequestHeader and not within_models_bound(line):
         return None
     return event  # type: ignore[no-any-return]
+
+
+def within_models_bound(line: bytes) -> bool:
+    """Whether `line` has too few brackets to nest deeper than the models parse (`decode_valid`)."""
+    return line.count(b"[") + line.count(b"{") <= MAX_DEPTH
+
+
+def decode_run(lines: bytes) -> list[Envelope] | None:
+    """The events of newline-ended event lines, parsed in one call; None if any line is not one
+    msgspec accepts (the caller then judges each line with `decode_valid` and the models). The
+    caller vouches that each line starts with `{"type":` and has no header nested past the models'
+    bound (`decode_valid`'s own checks)."""
+    try:
+        return _DECODER.decode_lines(lines)  # type: ignore[no-any-return]
+    except _DECODE_ERRORS:
+        return None
 
 
 # --- the pydantic models, from Structs already validated -------------------------------------------
@@ -308,19 +310,36 @@ def _builder(struct: type[msgspec.Struct], model: type[BaseModel]) -> Callable[[
         if not field.is_required():
             optional.append(name)
     required = [name for name in model.model_fields if name not in optional]
+    # The fields-set is one set per combination of optional fields present, shared by the instances
+    # that have it: the models are frozen, so nothing adds to it (`model_copy` copies it first).
+    assert model.model_config.get("frozen")
+    fields_sets = {
+        present: {*required, *(name for name, there in zip(optional, present) if there)}
+        for present in product((False, True), repeat=len(optional))
+    }
+    present = ", ".join(f"fields[{name!r}] is not None" for name in optional)
     source = "\n".join([
         "def build(value):",
         f"    fields = {{{', '.join(entries)}}}",
         "    instance = new(model)",
-        "    set_attribute(instance, '__dict__', fields)",
-        f"    fields_set = {{{', '.join(map(repr, required))}}}",
-        *(f"    if fields[{name!r}] is not None: fields_set.add({name!r})" for name in optional),
-        "    set_attribute(instance, '__pydantic_fields_set__', fields_set)",
-        "    set_attribute(instance, '__pydantic_extra__', None)",
-        "    set_attribute(instance, '__pydantic_private__', None)",
+        "    set_dict(instance, fields)",
+        f"    set_fields_set(instance, fields_sets[({present}{',' if optional else ''})])",
+        "    set_extra(instance, None)",
+        "    set_private(instance, None)",
         "    return instance",
     ])
-    namespace = {"new": object.__new__, "model": model, "set_attribute": object.__setattr__, "builders": _BUILDERS}
+    slots = BaseModel.__dict__
+    namespace = {
+        "new": object.__new__,
+        "model": model,
+        "fields_sets": fields_sets,
+        "builders": _BUILDERS,
+        # The slots' own descriptors: what `object.__setattr__` finds by name, called directly.
+        "set_dict": slots["__dict__"].__set__,
+        "set_fields_set": slots["__pydantic_fields_set__"].__set__,
+        "set_extra": slots["__pydantic_extra__"].__set__,
+        "set_private": slots["__pydantic_private__"].__set__,
+    }
     exec(source, namespace)  # noqa: S102 - source made above from the models' own field names
     return namespace["build"]  # type: ignore[no-any-return]
 
@@ -356,9 +375,21 @@ def model_of(value: Any) -> Any:
 
 
 _BUILDERS: dict[type, Callable[[Any], BaseModel]] = {}
-# The parts of an event that a view item holds (and the parts they hold).
+# Every Struct: the parts of an event that a view item holds (and the parts they hold), then the
+# events' data and the events themselves (`Chain` reads an event line this way when msgspec says yes).
 for _struct in (
     TextContent, ReasoningContent, ToolCallContent, Usage, Failure, ToolError, ToolAddition, ToolRegistryUpdate,
-    InstructionsUpdate, ToolDefinition, RequestHeaderData,
+    InstructionsUpdate, ToolDefinition, RequestHeaderData, TurnStartData, TurnEndData, StepData, UserMessageData,
+    AssistantMessageData, ToolCallData, ToolResultData, RequestErrorData, RetryData, CompactionSummaryData,
+    TurnStart, TurnEnd, StepStart, StepEnd, UserMessage, RequestHeader, DeveloperMessage, AssistantMessage,
+    ToolCall, ToolResult, RequestError, Retry, CompactionSummary,
 ):
     _BUILDERS[_struct] = _builder(_struct, getattr(events, _struct.__name__))
+
+
+def event_model(line: bytes) -> events.Envelope | None:
+    """The pydantic event of a valid event line, built from its Struct without a second validation
+    (`model_of`: the same values and field order as the models' own parse, at a fraction of its
+    cost); None when msgspec does not say yes (the models then accept it or name the reason)."""
+    decoded = decode_valid(line)
+    return None if decoded is None else _BUILDERS[type(decoded)](decoded)  # type: ignore[return-value]

@@ -9,8 +9,8 @@ No widget or command parses session JSON itself: they read this.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Union, overload
+from dataclasses import dataclass, field, fields
+from typing import TypeVar, Union, overload
 
 from app.session import structs
 from app.session.events import (
@@ -42,6 +42,8 @@ from app.session.events import (
 )
 from app.session.history import ToolHistory, ToolHistoryReducer
 from app.session.structs import model_of
+
+T = TypeVar("T")
 
 # --- items ---------------------------------------------------------------------------------------
 
@@ -468,84 +470,78 @@ def item_of(event: Envelope | structs.Envelope) -> Item | None:
     return maker(event) if maker is not None else None
 
 
+def _constructor(cls: type[T]) -> Callable[..., T]:
+    """`cls(*values)` for a frozen slots dataclass, its fields in order, without its `__init__`: that
+    sets each field through `object.__setattr__` by name (frozen), three times the cost of calling
+    the slots' own descriptors, as this does (items are made by the hundred for a window or a tail)."""
+    names = [field.name for field in fields(cls)]  # type: ignore[arg-type]
+    assert tuple(names) == cls.__slots__  # type: ignore[attr-defined]
+    setters = {f"set_{name}": cls.__dict__[name].__set__ for name in names}
+    source = "\n".join([
+        f"def make({', '.join(names)}):",
+        "    instance = new(cls)",
+        *(f"    set_{name}(instance, {name})" for name in names),
+        "    return instance",
+    ])
+    namespace = {"new": object.__new__, "cls": cls, **setters}
+    exec(source, namespace)  # noqa: S102 - source made above from the dataclass's own field names
+    return namespace["make"]  # type: ignore[no-any-return]
+
+
+_new_user, _new_header, _new_context = _constructor(UserItem), _constructor(HeaderItem), _constructor(ContextItem)
+_new_assistant, _new_request_error = _constructor(AssistantItem), _constructor(RequestErrorItem)
+_new_tool_call, _new_tool_result = _constructor(ToolCallItem), _constructor(ToolResultItem)
+_new_retry, _new_summary = _constructor(RetryItem), _constructor(SummaryItem)
+
+
 def _user(event: UserMessage) -> UserItem:
-    return UserItem(seq=event.seq, id=event.data.id, text=event.data.text)
+    data = event.data
+    return _new_user(event.seq, data.id, data.text)
 
 
 def _header(event: RequestHeader) -> HeaderItem:
-    return HeaderItem(seq=event.seq, header=model_of(event.data))
+    return _new_header(event.seq, model_of(event.data))
 
 
 def _developer(event: DeveloperMessage) -> ContextItem:
-    return ContextItem(seq=event.seq, message=model_of(event.data))
+    return _new_context(event.seq, model_of(event.data))
 
 
 def _assistant(event: AssistantMessage) -> AssistantItem:
     data = event.data
-    return AssistantItem(
-        seq=event.seq,
-        turn=data.turn,
-        step=data.step,
-        route=data.route,
-        model=data.model,
-        content=model_of(data.content),
-        usage=model_of(data.usage),
-        finish=data.finish,
-        interrupted=bool(data.interrupted),
+    return _new_assistant(
+        event.seq, data.turn, data.step, data.route, data.model, model_of(data.content), model_of(data.usage),
+        data.finish, bool(data.interrupted),
     )
 
 
 def _request_error(event: RequestError) -> RequestErrorItem:
     data = event.data
-    return RequestErrorItem(
-        seq=event.seq, turn=data.turn, step=data.step, route=data.route, failure=model_of(data.failure)
-    )
+    return _new_request_error(event.seq, data.turn, data.step, data.route, model_of(data.failure))
 
 
 def _tool_call(event: ToolCall) -> ToolCallItem:
     data = event.data
-    return ToolCallItem(
-        seq=event.seq,
-        turn=data.turn,
-        step=data.step,
-        call_id=data.call_id,
-        name=data.name,
-        arguments=data.arguments,
-    )
+    return _new_tool_call(event.seq, data.turn, data.step, data.call_id, data.name, data.arguments)
 
 
 def _tool_result(event: ToolResult) -> ToolResultItem:
     data = event.data
-    return ToolResultItem(
-        seq=event.seq,
-        turn=data.turn,
-        step=data.step,
-        call_id=data.call_id,
-        name=data.name,
-        content=data.content,
-        is_error=data.is_error,
-        error=model_of(data.error),
+    return _new_tool_result(
+        event.seq, data.turn, data.step, data.call_id, data.name, data.content, data.is_error, model_of(data.error)
     )
 
 
 def _retry(event: Retry) -> RetryItem:
     data = event.data
-    return RetryItem(
-        seq=event.seq,
-        turn=data.turn,
-        step=data.step,
-        retry=data.retry,
-        max_retries=data.max_retries,
-        delay_ms=data.delay_ms,
-        failure=model_of(data.failure),
+    return _new_retry(
+        event.seq, data.turn, data.step, data.retry, data.max_retries, data.delay_ms, model_of(data.failure)
     )
 
 
 def _compaction(event: CompactionSummary) -> SummaryItem:
     data = event.data
-    return SummaryItem(
-        seq=event.seq, summary=data.summary, up_to_seq=data.up_to_seq, sequence=data.sequence
-    )
+    return _new_summary(event.seq, data.summary, data.up_to_seq, data.sequence)
 
 
 def open_step_of(turn: Turn | None) -> Step | None:

@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 import threading
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from unittest.mock import patch
@@ -15,11 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.session import chain as chain_module
+from app.session import structs
 from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session import invariants
 from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
-from app.session.index import CHUNK_SIZE, INDEX_MAGIC, INDEX_VERSION, TYPE_CODES, index_path
+from app.session import index as index_module
+from app.session.index import BLOCK_COUNTS, CHUNK_SIZE, COUNT_BLOCK, COUNTED_CODES, INDEX_MAGIC, INDEX_VERSION, TYPE_CODES, index_path
 from app.session import indexed
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
@@ -130,18 +134,24 @@ def test_counting_back_from_the_end_and_by_block_totals_equal_the_full_fold(
     log: GeneratedLog, block: int, tail_span: int
 ) -> None:
     """Items, turns, requests and each item's numbers are found from the end near it (with the code
-    counts the index keeps) and by block totals further back: shrunk here, so one log takes both."""
+    counts the index keeps) and by block totals further back (summed from the per-block code counts
+    the index keeps): shrunk here, so one log takes both."""
     expected = log.view()
     with (
         tempfile.TemporaryDirectory() as directory,
         patch.object(indexed, "BLOCK", block),
+        patch.object(index_module, "COUNT_BLOCK", block),
         patch.object(indexed, "TAIL_SPAN", tail_span),
     ):
         path = Path(directory) / f"{log.header.id}.jsonl"
         path.write_bytes(log.jsonl())
         view = Session.open(path).view()
         _assert_same(view, expected)
-        assert [view.position(seq) for seq in range(len(log.events))] == _positions_of(log)
+        positions = _positions_of(log)
+        assert [view.position(seq) for seq in range(len(log.events))] == positions
+        # Counted on from the last one asked for, or found again (backwards, or a jump past a block).
+        order = [*range(len(log.events) - 1, -1, -1), *range(0, len(log.events), 3), *range(1, len(log.events), block + 2)]
+        assert [view.position(seq) for seq in order] == [positions[seq] for seq in order]
 
 
 def test_code_counts_that_do_not_add_up_are_counted_again(logs) -> None:  # type: ignore[no-untyped-def]
@@ -258,6 +268,54 @@ def test_a_valid_line_the_index_cannot_classify_is_validated(logs) -> None:
     session = Session.open(path).load()
 
     assert session.validated and [event.type for event in session.events][2] == "step/start"
+
+
+def _two_completed_turns(logs) -> list[bytes]:  # type: ignore[no-untyped-def]
+    return [*logs.completed_turn(), *logs.completed_turn(first_seq=9, turn=2, call_id="c2")]
+
+
+def _read_by_the_view(path: Path) -> tuple[object, ...]:
+    view = Session.open(path).view()
+    return list(view.items), [list(request.messages) for request in view.requests]
+
+
+def test_lines_parsed_in_one_call_equal_those_parsed_one_by_one(logs, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A tail's items and a window's messages close together are parsed by one msgspec call over
+    their lines: the same items and messages as parsing each line alone."""
+    path = logs.write("s", _two_completed_turns(logs))
+    parsed_in_runs: list[int] = []
+    decode_run = structs.decode_run
+    monkeypatch.setattr(structs, "decode_run", lambda lines: parsed_in_runs.append(1) or decode_run(lines))
+    read = _read_by_the_view(path)
+    assert parsed_in_runs
+
+    with patch.object(chain_module._Run, "decoded", lambda run: None):  # every line alone
+        assert _read_by_the_view(path) == read
+
+
+def test_a_run_with_a_line_msgspec_cannot_vouch_for_is_read_line_by_line(logs) -> None:  # type: ignore[no-untyped-def]
+    """A valid line the index cannot classify (a space after `"type":`) among the lines parsed in one
+    call (a tool/call: one of the tail's items, between a window's messages): the run is read line
+    by line, and the items and messages are those of the log without it."""
+    lines = _two_completed_turns(logs)
+    expected = _read_by_the_view(logs.write("clean", lines))
+    lines[5] = lines[5].replace(b'{"type":"', b'{"type": "', 1)
+
+    assert _read_by_the_view(logs.write("spaced", lines)) == expected
+
+
+def test_a_corrupt_line_the_view_does_not_read_spoils_no_window(logs) -> None:  # type: ignore[no-untyped-def]
+    """Between a window's messages, a corrupt tool/call line (not a message): the window is read as
+    before (its lines one by one), the corruption left to strict validation and the items."""
+    lines = _two_completed_turns(logs)
+    expected = Session.open(logs.write("clean", lines)).view().requests[1].messages
+    lines[5] = lines[5].replace(b'"callId":"c1"', b'"callId":""', 1)
+    path = logs.write("corrupt", lines)
+
+    assert list(Session.open(path).view().requests[1].messages) == list(expected)
+    with pytest.raises(SessionCorruptionError) as caught:
+        list(Session.open(path).view().items)
+    assert caught.value.line == 7
 
 
 def test_a_file_replaced_under_its_index_is_indexed_again(logs, tmp_path) -> None:
@@ -449,8 +507,12 @@ def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Pat
     data = cache.read_bytes()
     meta = _cache_meta(path)
     start = data.index(b"\n", len(INDEX_MAGIC)) + 1 + meta["count"] * 9
-    assert list(meta["sections"]) == ["validated"]
-    record = data[start:]
+    assert "validated" in meta["sections"]
+    for key, length in meta["sections"].items():  # the record's place among the sections
+        if key == "validated":
+            break
+        start += length
+    record = data[start : start + meta["sections"]["validated"]]
     summary, ids = record.split(b"\n", 1)
     if damage == "ids count wrong":  # it claims one id more than it holds
         spoilt = summary + b"\n" + (int.from_bytes(ids[:8], "little") + 1).to_bytes(8, "little") + ids[8:]
@@ -458,7 +520,7 @@ def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Pat
         spoilt = b"{" + summary[1:-1] + b"\n" + ids[:-1]
     else:
         spoilt = summary.replace(b'"checker":{', b'"checker":{"x":[],', 1)[: len(summary)] + b"\n" + ids
-    cache.write_bytes(data[:start] + spoilt[: len(record)].ljust(len(record), b"\0"))
+    cache.write_bytes(data[:start] + spoilt[: len(record)].ljust(len(record), b"\0") + data[start + len(record) :])
 
     with pytest.raises(SessionCorruptionError) as caught:
         SessionWriter.open(path)
@@ -517,6 +579,50 @@ def test_a_damaged_checkpoint_is_recorded_again(big_log: Path, tmp_path: Path, d
     view = Session.open(path).view()
 
     assert [view.requests[n] for n in (0, 250, 400)] == expected
+
+
+def test_the_index_keeps_each_blocks_code_counts(big_log: Path) -> None:
+    """Beside the type codes, the cache keeps how many lines of each code every complete block of
+    `COUNT_BLOCK` lines holds (what a fresh view's block totals are summed from)."""
+    Session.open(big_log)
+    types = Session.open(big_log).chain.types
+    _before, sections = _cache_sections(big_log)
+    table = array("I", sections[BLOCK_COUNTS])
+    blocks = len(types) // COUNT_BLOCK
+    assert blocks > 20 and len(table) == blocks * len(COUNTED_CODES)
+    expected = [
+        types.count(code, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK) for block in range(blocks) for code in COUNTED_CODES
+    ]
+    assert table.tolist() == expected
+
+
+@pytest.mark.parametrize("damage", ["counts that do not add up", "a row short", "more blocks than lines"])
+def test_damaged_block_counts_are_counted_again(big_log: Path, tmp_path: Path, damage: str) -> None:
+    """Per-block counts that do not agree with the index's code counts (or do not have the table's
+    layout) are not believed: the view finds every request, turn and item from the type codes."""
+    path = _two_turns(big_log, tmp_path, turns=3_000)
+    view = Session.open(path).view()
+    picks = (0, 1_500, len(view.requests) - 1)
+    expected = ([view.requests[n] for n in picks], [view.turns[n] for n in (0, 1_000, 2_999)], view.items[9_000:9_200])
+    before, sections = _cache_sections(path)
+    table = array("I", sections[BLOCK_COUNTS])
+    if damage == "counts that do not add up":
+        table[0] += 1
+    elif damage == "a row short":
+        del table[-1]
+    else:  # a row too many, before the others
+        table = table[: len(COUNTED_CODES)] + table
+    sections[BLOCK_COUNTS] = table.tobytes()
+    meta = _cache_meta(path)
+    meta["sections"] = {key: len(raw) for key, raw in sections.items()}
+    head = INDEX_MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n" + before.split(b"\n", 2)[2]
+    index_path(path).write_bytes(head + b"".join(sections.values()))
+
+    with patch.object(indexed, "TAIL_SPAN", 0):  # by block totals, not counted back from the end
+        view = Session.open(path).view()
+        found = ([view.requests[n] for n in picks], [view.turns[n] for n in (0, 1_000, 2_999)], view.items[9_000:9_200])
+
+    assert found == expected
 
 
 @pytest.mark.parametrize("change", ["rewritten in place", "appended to"])

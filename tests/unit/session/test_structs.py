@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from app.session.events import encode_event
 from app.session.reader import EventLineError, decode_event_line
-from app.session.structs import decode_valid
+from app.session.structs import decode_valid, event_model
 from app.session.view import item_of
 from tests.support.histories import session_logs
 from tests.unit.session.test_corruption import CASES
@@ -64,6 +64,18 @@ def _same_item(line: bytes) -> bool:
     )
 
 
+def _same_model(line: bytes) -> bool:
+    """The event model built from the Struct (what `Chain` reads) is the one the models parse: the
+    same class, values, repr and JSON."""
+    expected, made = decode_event_line(line), event_model(line)
+    return (
+        type(made) is type(expected)
+        and made == expected
+        and repr(made) == repr(expected)
+        and made.model_dump_json(by_alias=True, exclude_none=True) == expected.model_dump_json(by_alias=True, exclude_none=True)  # type: ignore[union-attr]
+    )
+
+
 def _json(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_json(item) for item in value]
@@ -82,6 +94,7 @@ def test_every_line_of_the_corrupt_corpus_the_models_refuse_is_refused(  # type:
             assert _pydantic_accepts(line), line
             assert _same_event(line), line
             assert _same_item(line), line
+            assert _same_model(line), line
 
 
 MUTATIONS: list[Any] = [None, True, False, 0, -1, 1.5, "", "x", [], {}, 2**70]
@@ -135,6 +148,7 @@ def test_a_mutated_line_the_models_refuse_is_refused(  # type: ignore[no-untyped
         assert _pydantic_accepts(line), line
         assert _same_event(line), line
         assert _same_item(line), line
+        assert _same_model(line), line
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,6 +159,7 @@ def test_every_valid_line_is_accepted_alike(log) -> None:  # type: ignore[no-unt
         assert _msgspec_accepts(line), line
         assert _same_event(line), line
         assert _same_item(line), line
+        assert _same_model(line), line
 
 
 @pytest.mark.parametrize("depth", [150, 197, 198, 199, 200, 300, 900, 2_000])
@@ -161,6 +176,6 @@ def test_a_header_nested_deeper_than_the_models_parse_is_left_to_them(depth: int
 
     if _msgspec_accepts(line):
         assert _pydantic_accepts(line)
-        assert _same_event(line) and _same_item(line)
+        assert _same_event(line) and _same_item(line) and _same_model(line)
     if not _pydantic_accepts(line):
         assert not _msgspec_accepts(line)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
+from app.session import view as view_module
 from app.session.view import (
     AssistantItem,
     ContextItem,
@@ -181,3 +186,17 @@ def test_design_worked_example_reduces_to_the_expected_snapshot_at_every_request
         assert history.start_seq == first_header_seq
         assert [(u.seq, u.additions, u.removals) for u in history.updates] == updates
         assert history.last_seq == request.seq - 1
+
+
+@pytest.mark.parametrize(
+    "cls", [UserItem, AssistantItem, ToolCallItem, ToolResultItem, ContextItem, HeaderItem, RequestErrorItem, RetryItem, SummaryItem]
+)
+def test_an_item_made_without_its_init_is_the_one_its_init_makes(cls) -> None:  # type: ignore[no-untyped-def]
+    """The item makers set the slots directly (`view._constructor`): the item equals, hashes, prints
+    and stays frozen as one made by the dataclass's own `__init__`."""
+    values = [f"value {number}" for number in range(len(dataclasses.fields(cls)))]
+    made, expected = view_module._constructor(cls)(*values), cls(*values)
+
+    assert type(made) is cls and made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seq = 1
