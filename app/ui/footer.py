@@ -26,7 +26,7 @@ class LocalizedFooter(Footer):
         """Rebuild only when the keys shown would change. Textual rebuilds the footer whenever the
         screen's bindings may have changed (a focus moving, widgets mounted): each rebuild mounts
         every key again, and while the chat starts or resumes none of them changes what is shown."""
-        if self._composed_from is not None and self._inputs() == self._composed_from:
+        if self.is_attached and self._composed_from is not None and self._inputs() == self._composed_from:
             return
         await super().recompose()
 
