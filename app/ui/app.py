@@ -100,8 +100,15 @@ class ToolscopeApp(App[None]):
 
     def on_ready(self) -> None:
         """The first frame is on the screen: collect garbage again if `toolscope chat` paused the
-        collector for its start-up. What start-up built lives as long as the app, so it is frozen
-        out of later collections (they stay short while a reply streams)."""
+        collector for its start-up, unless a resumed conversation is still to come (it needs no
+        collection either: it is read and mounted just after, `_resume_then_start_tools`)."""
+        if self.options.session_path is None:
+            self._collect_garbage()
+
+    @staticmethod
+    def _collect_garbage() -> None:
+        """What start-up built lives as long as the app, so it is frozen out of later collections
+        (they stay short while a reply streams)."""
         if not gc.isenabled():
             gc.freeze()
             gc.enable()
@@ -122,7 +129,10 @@ class ToolscopeApp(App[None]):
 
     async def _resume_then_start_tools(self, path: Path) -> None:
         """The resumed conversation is painted first; the tools start behind it (a prompt waits)."""
-        await self._open_session(path)
+        try:
+            await self._open_session(path)
+        finally:
+            self.call_after_refresh(self._collect_garbage)  # once the conversation is on the screen
         self.call_after_refresh(self.run_worker, self._start_tools, name="tools", group="startup")
 
     async def _start_tools(self) -> None:
@@ -146,11 +156,8 @@ class ToolscopeApp(App[None]):
 
     async def _open_session(self, path: Path) -> None:
         """Resume `path` (reduced in a thread); a session another process writes opens read-only."""
-        from app.session.session import Session
-        from app.session.store import SessionStore
-
         try:
-            writer = await asyncio.to_thread(SessionStore().open_writer, path)
+            writer = await asyncio.to_thread(_open_writer, path)
         except SessionLockedError as error:
             self.notify(
                 _("This session is being written by another toolscope; it is shown read-only.\n{reason}").format(
@@ -159,7 +166,7 @@ class ToolscopeApp(App[None]):
                 severity="warning",
                 timeout=10,
             )
-            session = await asyncio.to_thread(lambda: Session.open(path).load())
+            session = await asyncio.to_thread(_load_session, path)
             self.read_only = session
             self.chat.status.read_only = True
             self.chat.composer.disabled = True
@@ -451,6 +458,20 @@ class ToolscopeApp(App[None]):
 
     def _notify_problem(self, problem: SourceProblem) -> None:
         self.notify(problem.message(), title=_("Tools"), severity="warning", timeout=10)
+
+
+def _open_writer(path: Path) -> SessionWriter:
+    """Open `path` for writing, importing the session store here: in a thread, the chat keeps
+    answering while pydantic and the event models load (a fifth of a second)."""
+    from app.session.store import SessionStore
+
+    return SessionStore().open_writer(path)
+
+
+def _load_session(path: Path) -> Session:
+    from app.session.session import Session
+
+    return Session.open(path).load()
 
 
 def run_chat(options: ChatOptions) -> int:

@@ -121,6 +121,10 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "app.session.store", "markdown_it",
     # The session models and the route catalog's old models: pydantic builds its classes slowly.
     "pydantic", "pydantic_core", "app.session.events", "app.session.view",
+    # The conversation's blocks (a widget class costs its Textual set-up) come with the first item.
+    "app.ui.widgets.assistant_message", "app.ui.widgets.reasoning", "app.ui.widgets.tool_call",
+    "app.ui.widgets.user_message", "app.ui.widgets.failure_nodes", "app.ui.widgets.markers",
+    "app.ui.widgets.approval", "app.tools.approval",
 )  # fmt: skip
 
 
@@ -172,6 +176,65 @@ def test_the_chat_collects_garbage_again_from_its_first_frame(tmp_path: Path) ->
     report = _chat_first_frame(tmp_path)
     assert report["collecting_at_first_frame"] is False
     assert report["collecting_after"] is True
+    assert report["frozen"] > 0
+
+
+CHAT_RESUMED = textwrap.dedent(
+    """
+    import gc, json, sys
+
+    import app.ui.app as chat_app
+
+    report = {}
+
+    class Probe(chat_app.ToolscopeApp):
+        def run(self, **_options):
+            return super().run(headless=True, size=(80, 24))
+
+        def on_ready(self):
+            report["collecting_at_first_frame"] = gc.isenabled()
+            super().on_ready()
+            report["collecting_after_the_first_frame"] = gc.isenabled()
+            self.set_interval(0.02, self.check)
+
+        def check(self):
+            if gc.isenabled() and "collecting_with_blocks_shown" not in report:
+                report["collecting_with_blocks_shown"] = bool(self.chat.conversation.blocks)
+                report["frozen"] = gc.get_freeze_count()
+                print(json.dumps(report), flush=True)
+                self.exit()
+
+    chat_app.ToolscopeApp = Probe
+    from app.cli import main
+
+    sys.exit(main(["chat", "--session", sys.argv[1]]))
+    """
+)
+
+
+def test_a_resumed_chat_collects_garbage_again_once_its_conversation_is_shown(tmp_path: Path) -> None:
+    """The collector paused for start-up stays paused through the resumed conversation's import,
+    reading and mounting just after the first frame (it only walks what lives as long as the app),
+    then runs again, without walking what start-up built (frozen)."""
+    from benchmarks.sessions import write_large_session
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    log = sessions / "20260101-000000-abcdef.jsonl"
+    write_large_session(log, events=300)
+    environment = {key: value for key, value in os.environ.items() if key != "TOOLSCOPE_CONFIG"}
+    environment["TOOLSCOPE_HOME"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", CHAT_RESUMED, str(log)], capture_output=True, text=True, timeout=120, env=environment
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {
+        "collecting_at_first_frame": False,
+        "collecting_after_the_first_frame": False,
+        "collecting_with_blocks_shown": True,
+        "frozen": report["frozen"],
+    }
     assert report["frozen"] > 0
 
 

@@ -22,7 +22,6 @@ from app.i18n import N_, _
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
 from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
-from app.ui.widgets.approval import ApprovalBlock
 from app.ui.widgets.composer import Composer, SlashCompletions
 from app.ui.widgets.conversation import Conversation, SessionHistory
 from app.ui.widgets.status_line import StatusLine, Usage
@@ -170,6 +169,8 @@ class ChatScreen(Screen[None]):
         await self.conversation.stream(message.event)
 
     async def on_approval_asked(self, message: ApprovalAsked) -> None:
+        from app.ui.widgets.approval import ApprovalBlock
+
         block = ApprovalBlock(message.request, message.decision)
         conversation = self.conversation
         following = conversation.following

@@ -23,20 +23,17 @@ from textual.geometry import Size
 
 from app.ui.messages import NewOutputBelow
 from app.ui.text import clip_lines
-from app.ui.widgets.assistant_message import AssistantBlock, AssistantMessage
 from app.ui.widgets.block import Block
-from app.ui.widgets.failure_nodes import ErrorBlock, RetryBlock
-from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
-from app.ui.widgets.tool_call import COLLAPSED_LINES, ToolCallBlock
-from app.ui.widgets.user_message import UserBlock
 
 if TYPE_CHECKING:
-    # The session models (pydantic) are imported with the first item or stream event, not before
-    # the chat's first frame.
+    # The session models (pydantic) and the blocks' widgets are imported with the first item or
+    # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
     from app.session.events import ToolCallContent
     from app.session.indexed import IndexedView, TurnBounds
     from app.session.view import Item
+    from app.ui.widgets.assistant_message import AssistantBlock
+    from app.ui.widgets.tool_call import ToolCallBlock
 
     Entry = Item | str
     """A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
@@ -132,6 +129,10 @@ def _screenful(blocks: list[Block], size: Size) -> int:
 def _rows_of(block: Block, width: int) -> int:
     """About the rows a block takes at `width`, rather fewer than more: its top margin and its text's
     lines (a tool call's result as collapsed); a block of another kind, two."""
+    from app.ui.widgets.assistant_message import AssistantBlock
+    from app.ui.widgets.tool_call import COLLAPSED_LINES, ToolCallBlock
+    from app.ui.widgets.user_message import UserBlock
+
     if isinstance(block, UserBlock):
         return 1 + _wrapped_lines(block.item.text, width)
     if isinstance(block, AssistantBlock):
@@ -215,6 +216,7 @@ class Conversation(VerticalScroll, can_focus=False):
 
     async def add_item(self, item: Item) -> None:
         from app.session.view import AssistantItem, RequestErrorItem
+        from app.ui.widgets.assistant_message import AssistantMessage
 
         if isinstance(item, (AssistantItem, RequestErrorItem)):
             live = self._live_reply
@@ -259,6 +261,7 @@ class Conversation(VerticalScroll, can_focus=False):
 
     async def stream(self, event: StreamEvent) -> None:
         from app.llm.stream import BlockDelta, BlockStart
+        from app.ui.widgets.assistant_message import AssistantBlock
 
         if isinstance(event, BlockStart):
             self._stream_kinds[event.index] = event.kind
@@ -288,7 +291,11 @@ class Conversation(VerticalScroll, can_focus=False):
             ToolResultItem,
             UserItem,
         )
+        from app.ui.widgets.assistant_message import AssistantBlock
         from app.ui.widgets.context_node import ContextBlock
+        from app.ui.widgets.failure_nodes import ErrorBlock, RetryBlock
+        from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
+        from app.ui.widgets.user_message import UserBlock
 
         if isinstance(entry, str):
             return [TurnEndBlock(entry)] if entry in TurnEndBlock.SHOWN else []
@@ -322,6 +329,8 @@ class Conversation(VerticalScroll, can_focus=False):
         return []  # a request header is not a node: the status line shows it
 
     def _call_block(self, call: ToolCallContent) -> ToolCallBlock:
+        from app.ui.widgets.tool_call import ToolCallBlock
+
         block = ToolCallBlock(call)
         self._calls[call.call_id] = block
         return block

@@ -60,6 +60,7 @@ class StatusLine(Static):
         self.usage = Usage()
         self.route: Route | None = None
         self.read_only = False
+        self._shown = Content("")
 
     def reset(self, usage: Usage) -> None:
         self.usage = usage
@@ -90,4 +91,9 @@ class StatusLine(Static):
         )
         parts.append(_("cache {n}").format(n=_tokens(usage.cache_read)))
         parts.append(_("retries {n}").format(n=usage.retries))
-        self.update(Content(" · ").join(Content(part) if isinstance(part, str) else part for part in parts))
+        content = Content(" · ").join(Content(part) if isinstance(part, str) else part for part in parts)
+        if content.plain == self._shown.plain and content.spans == self._shown.spans:
+            return  # the same line: no repaint (it is set again at every item and on resume)
+        self._shown = content
+        # One line high whatever it says: a new text needs no layout of the screen.
+        self.update(content, layout=False)

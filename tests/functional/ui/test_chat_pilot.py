@@ -244,6 +244,39 @@ def test_a_resumed_session_renders_as_it_did_live(bench) -> None:
     assert {"UserMessage", "AssistantMessage", "ToolCallView", "ContextNode"} <= set(kinds)
 
 
+def test_the_footer_is_built_again_only_when_the_keys_it_shows_change(bench) -> None:
+    """Textual rebuilds the footer whenever the screen's bindings may have changed (a focus moving,
+    widgets mounted); a rebuild that would show the same keys is skipped, one that would not is not."""
+    from textual.widgets._footer import FooterKey
+
+    from app.ui.footer import LocalizedFooter
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.registry is not None)
+            await settle(pilot)
+            footer = app.chat.query_one(LocalizedFooter)
+
+            def keys() -> list[FooterKey]:
+                return list(footer.query(FooterKey))
+
+            built = keys()
+            assert "enter" in [key.key for key in built]  # the composer's Send, shown while it has the focus
+            app.chat.refresh_bindings()
+            await settle(pilot)
+            assert keys() == built  # the same widgets: nothing was built again
+            app.set_focus(None)  # the composer's keys go from the footer
+            await settle(pilot)
+            assert "enter" not in [key.key for key in keys()]
+            app.chat.composer.focus()
+            await settle(pilot)
+            assert [key.key for key in keys()] == [key.key for key in built]
+            assert not set(keys()) & set(built)
+
+    run(scenario())
+
+
 def test_prompt_history_survives_the_session_and_up_recalls_it(bench) -> None:
     async def first() -> None:
         app = bench.app()
