@@ -366,25 +366,35 @@ def _holds_struct(annotation: Any) -> bool:
 def model_of(value: Any) -> Any:
     """A value of an event as the models hold it: a Struct, or a tuple of them, as its model (built
     without a second validation); anything else (None, a str, a model already) as it is."""
-    build = _BUILDERS.get(type(value))
-    if build is not None:
-        return build(value)
-    if type(value) is tuple and value and type(value[0]) in _BUILDERS:
+    kind = type(value)
+    if kind in _MODELLED:
+        return _BUILDERS[kind](value)
+    if kind is tuple and value and type(value[0]) in _MODELLED:
         return tuple([_BUILDERS[type(item)](item) for item in value])
     return value
 
 
-_BUILDERS: dict[type, Callable[[Any], BaseModel]] = {}
+class _Builders(dict[type, Callable[[Any], BaseModel]]):
+    """Each Struct's builder, written out the first time it is needed: writing all of them cost
+    about 12 ms of every start that reads a session (the chat's resume among them)."""
+
+    def __missing__(self, struct: type) -> Callable[[Any], BaseModel]:
+        if struct not in _MODELLED:
+            raise KeyError(struct)
+        build = self[struct] = _builder(struct, getattr(events, struct.__name__))
+        return build
+
+
+_BUILDERS = _Builders()
 # Every Struct: the parts of an event that a view item holds (and the parts they hold), then the
 # events' data and the events themselves (`Chain` reads an event line this way when msgspec says yes).
-for _struct in (
+_MODELLED: frozenset[type] = frozenset((
     TextContent, ReasoningContent, ToolCallContent, Usage, Failure, ToolError, ToolAddition, ToolRegistryUpdate,
     InstructionsUpdate, ToolDefinition, RequestHeaderData, TurnStartData, TurnEndData, StepData, UserMessageData,
     AssistantMessageData, ToolCallData, ToolResultData, RequestErrorData, RetryData, CompactionSummaryData,
     TurnStart, TurnEnd, StepStart, StepEnd, UserMessage, RequestHeader, DeveloperMessage, AssistantMessage,
     ToolCall, ToolResult, RequestError, Retry, CompactionSummary,
-):
-    _BUILDERS[_struct] = _builder(_struct, getattr(events, _struct.__name__))
+))
 
 
 def event_model(line: bytes) -> events.Envelope | None:
