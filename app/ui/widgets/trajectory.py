@@ -209,18 +209,20 @@ class TrajectoryTree(Tree[NodeData]):
             return
         if node.is_expanded:
             self.collapse_below(node)
-        elif not self.expand_below(node):
+            return
+        rows = self.expand_below(node)
+        if rows is not None:
             self.notify(
                 ngettext(
                     "Expanded the first {count} row below the cursor; the rest stay collapsed (Space expands one)",
                     "Expanded the first {count} rows below the cursor; the rest stay collapsed (Space expands one)",
-                    EXPAND_ALL_ROWS,
-                ).format(count=EXPAND_ALL_ROWS)
+                    rows,
+                ).format(count=f"{rows:,}")
             )
 
-    def expand_below(self, node: TreeNode[NodeData]) -> bool:
+    def expand_below(self, node: TreeNode[NodeData]) -> int | None:
         """Expand `node` and the nodes below it in reading order while at most `EXPAND_ALL_ROWS` rows
-        show under it; False when some are left collapsed."""
+        show under it. None when all are expanded; else the rows shown, the rest left collapsed."""
         shown = 0
         pending = [node]
         while pending:
@@ -229,11 +231,11 @@ class TrajectoryTree(Tree[NodeData]):
                 continue
             self.load(current)
             if current is not node and shown + len(current.children) > EXPAND_ALL_ROWS:
-                return False
+                return shown
             shown += len(current.children)
             current.expand()
             pending.extend(reversed(current.children))
-        return True
+        return None
 
     def collapse_below(self, node: TreeNode[NodeData]) -> None:
         """Collapse `node` and every built node below it, so expanding it again shows one level."""

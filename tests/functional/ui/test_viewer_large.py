@@ -198,7 +198,9 @@ async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_readin
         assert not any(node.is_expanded for node in expandable[first_collapsed:])
         turn_1 = group.children[0]
         assert turn_1.is_expanded and next(node for node in turn_1.children if node.allow_expand).is_expanded
-        assert any("the rest stay collapsed" in note.message for note in pilot.app._notifications)
+        assert [note.message for note in pilot.app._notifications] == [
+            f"Expanded the first {len(below)} rows below the cursor; the rest stay collapsed (Space expands one)"
+        ]
         await pilot.press("shift+space")
         await pilot.pause()
         assert [line.node for line in tree._tree_lines] == list(tree.root.children)
