@@ -73,7 +73,6 @@ CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
 _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
-_ASSISTANT, _REQUEST_ERROR = REQUEST_CODES  # a request's two codes, counted one at a time
 _TURN_START, _STEP_START = TURN_CODES[0], STEP_CODES[0]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
@@ -395,28 +394,6 @@ class TurnBounds(NamedTuple):
     end_reason: str | None
 
 
-class _Position(NamedTuple):
-    """What `IndexedView.position` found at `seq`, and the seq of its turn's start (-1: no turn)."""
-
-    seq: int
-    turn: int
-    turn_start: int
-    step: int
-    requests: int
-
-    def moved_to(self, seq: int, types: bytearray) -> _Position:
-        """The position at `seq` (not before this one's), counted on over the codes between."""
-        after, through = self.seq + 1, seq + 1
-        requests = self.requests + types.count(_ASSISTANT, self.seq, seq) + types.count(_REQUEST_ERROR, self.seq, seq)
-        turns = types.count(TURN_CODES, after, through)
-        if turns:
-            turn_start = types.rfind(TURN_CODES, after, through)
-            return _Position(seq, self.turn + turns, turn_start, types.count(STEP_CODES, turn_start, through), requests)
-        if not self.turn:
-            return _Position(seq, 0, -1, 0, requests)
-        return _Position(seq, self.turn, self.turn_start, self.step + types.count(STEP_CODES, after, through), requests)
-
-
 # --- the view ------------------------------------------------------------------------------------
 
 
@@ -444,7 +421,6 @@ class IndexedView:
         self._tail_state: Cursor | None = None  # the state after the last event, built when asked
         self._turn_cache: OrderedDict[tuple[int, int | None], Turn] = OrderedDict()
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
-        self._last_position: _Position | None = None
         self._run_seqs: list[int] = []  # the seqs of the last run of items built, and their positions
         self._run_positions: dict[int, tuple[int, int, int]] | None = None
 
@@ -586,8 +562,8 @@ class IndexedView:
     def position(self, seq: int) -> tuple[int, int, int]:
         """(turn, step, requests made before) at `seq`: what a list row shows beside its item.
 
-        Rows are asked for in order: a seq a little after the last one asked for is counted on from
-        it (a few counts over the type codes between them), not found again from the end or the
+        The items of the last run built (`item_run`: the rows a list shows) are counted on from the
+        first one's position in one pass over their codes, not each found again from the end or the
         block totals."""
         run = self._run_seqs
         if run and run[0] <= seq <= run[-1]:
@@ -596,18 +572,11 @@ class IndexedView:
             known = self._run_positions.get(seq)
             if known is not None:
                 return known
-        last = self._last_position
-        if last is not None and 0 <= seq - last.seq <= BLOCK:
-            found = last.moved_to(seq, self._chain.types)
-        else:
-            found = self._position_from_counts(seq)
-        self._last_position = found
-        return found.turn, found.step, found.requests
+        return self._position_from_counts(seq)
 
     def _positions_of_run(self, seqs: list[int]) -> dict[int, tuple[int, int, int]]:
         """`position` of each of the ascending `seqs`, from the first one's, counted on code by code."""
-        first = self._position_from_counts(seqs[0])
-        turn, step, requests = first.turn, first.step, first.requests
+        turn, step, requests = self._position_from_counts(seqs[0])
         found = {seqs[0]: (turn, step, requests)}
         wanted = iter(seqs[1:])
         target = next(wanted, None)
@@ -624,17 +593,17 @@ class IndexedView:
                 target = next(wanted, None)
         return found
 
-    def _position_from_counts(self, seq: int) -> _Position:
+    def _position_from_counts(self, seq: int) -> tuple[int, int, int]:
         turn = self._turn_starts.rank(seq + 1)
         if not turn:
-            return _Position(seq, 0, -1, 0, self._requests.rank(seq))
+            return 0, 0, self._requests.rank(seq)
         turn_start = self._turn_seqs.get(turn)
         if turn_start is None:
             if len(self._turn_seqs) >= TURN_CACHE_SIZE:
                 self._turn_seqs.clear()
             turn_start = self._turn_seqs[turn] = self._turn_starts.nth(turn - 1)
         step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
-        return _Position(seq, turn, turn_start, step, self._requests.rank(seq))
+        return turn, step, self._requests.rank(seq)
 
     # --- checkpoints -------------------------------------------------------------------------------
 
