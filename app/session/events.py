@@ -22,12 +22,16 @@ Ordinal = Annotated[int, Field(ge=1)]
 
 
 class Model(BaseModel):
+    # Schemas are built on first use, not at import: reading a session builds none (the Structs
+    # vouch for its lines, `app.session.structs`), so a resumed chat's first frame waits for no
+    # schema; the chat builds them behind it (`build_models`).
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
         strict=True,
         alias_generator=to_camel,
         populate_by_name=True,
+        defer_build=True,
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -318,8 +322,19 @@ EVENT_TYPES: dict[str, type[Envelope]] = {
 }
 """Event class by its `type`, in the union's order."""
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 HEADER_ADAPTER: TypeAdapter[SessionHeader] = TypeAdapter(SessionHeader)
+
+
+def build_models() -> None:
+    """Build every schema now rather than when the first event is validated or written."""
+    EVENT_ADAPTER.rebuild()
+    HEADER_ADAPTER.rebuild()
+    models = [Model]
+    while models:
+        model = models.pop()
+        model.model_rebuild()
+        models.extend(model.__subclasses__())
 
 
 def make_event(type_: str, seq: int, time: int, data: BaseModel) -> Envelope:

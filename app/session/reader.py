@@ -85,6 +85,11 @@ def parse_header_line(path: Path, line: bytes) -> SessionHeader:
                 version=version, known=FORMAT_VERSION
             ),
         )
+    from app.session.structs import header_model  # (it reads this module)
+
+    header = header_model(line)
+    if header is not None:
+        return header
     try:
         return HEADER_ADAPTER.validate_json(line)
     except ValidationError as error:

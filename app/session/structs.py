@@ -21,18 +21,35 @@ import msgspec
 from pydantic import BaseModel
 
 from app.session import events
+from app.session.ids import SESSION_ID_PATTERN
 from app.session.reader import EVENT_LINE_PREFIX
 from app.untrusted_json import MAX_DEPTH
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Ordinal = Annotated[int, msgspec.Meta(ge=1)]
+# msgspec searches with `re`, whose `$` also matches before a final newline; the models' `$` does not.
+SessionId = Annotated[str, msgspec.Meta(pattern=f"^{SESSION_ID_PATTERN.pattern}\\Z")]
 
 
 class Closed(msgspec.Struct, forbid_unknown_fields=True, rename="camel", frozen=True, gc=False):
     """Like `events.Model`: closed, camelCase keys, no coercion (msgspec never coerces JSON).
     Untracked by the collector (`gc=False`): a decoded line holds no cycles, and thousands of
     tracked objects made the collections that follow a bulk read cost time."""
+
+
+class ParentRef(Closed):
+    id: SessionId
+    seq: Count
+
+
+class SessionHeader(Closed, tag_field="type", tag="session"):
+    type: ClassVar[str] = "session"  # the tag, as an attribute like the model's
+    version: int
+    id: SessionId
+    created_at: Count
+    cwd: str
+    parent: ParentRef | None
 
 
 class ToolDefinition(Closed):
@@ -252,6 +269,7 @@ class CompactionSummary(Envelope, tag="compaction/summary"):
 
 EVENT_STRUCTS: tuple[type[Envelope], ...] = tuple(Envelope.__subclasses__())  # one per event type
 _DECODER = msgspec.json.Decoder(Union[EVENT_STRUCTS])  # type: ignore[valid-type]
+_HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
 _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
 
 
@@ -389,6 +407,7 @@ _BUILDERS = _Builders()
 # Every Struct: the parts of an event that a view item holds (and the parts they hold), then the
 # events' data and the events themselves (`Chain` reads an event line this way when msgspec says yes).
 _MODELLED: frozenset[type] = frozenset((
+    SessionHeader, ParentRef,
     TextContent, ReasoningContent, ToolCallContent, Usage, Failure, ToolError, ToolAddition, ToolRegistryUpdate,
     InstructionsUpdate, ToolDefinition, RequestHeaderData, TurnStartData, TurnEndData, StepData, UserMessageData,
     AssistantMessageData, ToolCallData, ToolResultData, RequestErrorData, RetryData, CompactionSummaryData,
@@ -403,3 +422,14 @@ def event_model(line: bytes) -> events.Envelope | None:
     cost); None when msgspec does not say yes (the models then accept it or name the reason)."""
     decoded = decode_valid(line)
     return None if decoded is None else _BUILDERS[type(decoded)](decoded)  # type: ignore[return-value]
+
+
+def header_model(line: bytes) -> events.SessionHeader | None:
+    """The pydantic header of a valid header line, built from its Struct like `event_model`; None
+    when msgspec does not say yes. Opening a session then builds no pydantic schema (they are
+    deferred, `events.Model`): a resumed chat's first frame does not wait for one."""
+    try:
+        header = _HEADER_DECODER.decode(line)
+    except _DECODE_ERRORS:
+        return None
+    return _BUILDERS[SessionHeader](header)  # type: ignore[return-value]

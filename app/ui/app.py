@@ -137,6 +137,7 @@ class ToolscopeApp(App[None]):
 
     async def _start_tools(self) -> None:
         from app.agent.runtime import build_registry
+        from app.session.events import build_models
 
         registry = build_registry(self.options.config, self.options.cwd)
         for problem in registry.problems():
@@ -144,7 +145,9 @@ class ToolscopeApp(App[None]):
         registry.on_problem(lambda problem: self.post_message(ProblemReported(problem)))
         self.registry = registry
         try:
-            await registry.start()
+            # The event models' schemas are built while the servers start, not when the first
+            # prompt is written.
+            await asyncio.gather(registry.start(), asyncio.to_thread(build_models))
         finally:
             self._tools_ready.set()
 

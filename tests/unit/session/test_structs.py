@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.session.events import encode_event
-from app.session.reader import EventLineError, decode_event_line
-from app.session.structs import decode_valid, event_model
+from app.session.errors import SessionError
+from app.session.events import HEADER_ADAPTER, encode_event
+from app.session.reader import EventLineError, decode_event_line, parse_header_line
+from app.session.structs import decode_valid, event_model, header_model
 from app.session.view import item_of
 from tests.support.histories import session_logs
 from tests.unit.session.test_corruption import CASES
@@ -179,3 +180,71 @@ def test_a_header_nested_deeper_than_the_models_parse_is_left_to_them(depth: int
         assert _same_event(line) and _same_item(line) and _same_model(line)
     if not _pydantic_accepts(line):
         assert not _msgspec_accepts(line)
+
+
+# --- the header line -------------------------------------------------------------------------------
+
+
+def _header_accepted_alike(line: bytes) -> bool:
+    """If the reader accepts a header line (from its Struct, when msgspec says yes), the models accept
+    it and the header is the one they parse (class, values, fields set, repr, JSON)."""
+    try:
+        made = parse_header_line(Path("s.jsonl"), line)
+    except SessionError:
+        return True
+    expected = HEADER_ADAPTER.validate_json(line)
+    return (
+        type(made) is type(expected)
+        and made == expected
+        and made.model_fields_set == expected.model_fields_set
+        and repr(made) == repr(expected)
+        and made.model_dump_json(by_alias=True) == expected.model_dump_json(by_alias=True)
+    )
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_every_header_of_the_corrupt_corpus_the_models_refuse_is_refused(logs, case) -> None:  # type: ignore[no-untyped-def]
+    path: Path = case.build(logs)
+    line = path.read_bytes().split(b"\n")[0]
+    assert _header_accepted_alike(line), line
+
+
+HEADERS = [
+    {"type": "session", "version": 1, "id": "20260101-120000-a1b2c3", "createdAt": 1, "cwd": "/w", "parent": None},
+    {"type": "session", "version": 1, "id": "b.c_d-e", "createdAt": 0, "cwd": "", "parent": {"id": "a", "seq": 7}},
+]
+
+
+@pytest.mark.parametrize("header", HEADERS)
+def test_a_valid_header_is_accepted_alike(header: dict[str, Any]) -> None:
+    line = json.dumps(header).encode()
+    assert header_model(line) is not None
+    assert _header_accepted_alike(line)
+
+
+@pytest.mark.parametrize("session_id", ["a\n", "\na", "a b", "-a", "a" * 129, "a/b", ""])
+def test_a_header_with_an_id_the_models_refuse_is_refused(session_id: str) -> None:
+    """msgspec's patterns search with `re`, whose `$` matches before a final newline too."""
+    for header in HEADERS:
+        for place in ("id", "parent"):
+            obj = json.loads(json.dumps(header))
+            if place == "id":
+                obj["id"] = session_id
+            else:
+                obj["parent"] = {"id": session_id, "seq": 1}
+            line = json.dumps(obj).encode()
+            assert header_model(line) is None, line
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    header=st.sampled_from(HEADERS),
+    data=st.data(),
+    action=st.sampled_from(["set", "delete", "extra", "snake"]),
+    replacement=st.sampled_from([*MUTATIONS, "20260101-120000-a1b2c3", {"id": "a", "seq": 1}]),
+)
+def test_a_mutated_header_the_models_refuse_is_refused(header, data, action, replacement) -> None:  # type: ignore[no-untyped-def]
+    obj = json.loads(json.dumps(header))
+    path = data.draw(st.sampled_from(_paths(obj)[1:]))
+    line = json.dumps(_mutated(obj, path, action, replacement), separators=(",", ":")).encode()
+    assert _header_accepted_alike(line), line
