@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.location import PyTestLocation
 
@@ -32,3 +33,16 @@ os.environ.pop("TOOLSCOPE_CONFIG", None)
 # The offline model paces its stream for people watching; tests (and the commands they start in
 # subprocesses, which inherit the environment) want it at full speed.
 os.environ.setdefault("TOOLSCOPE_OFFLINE_DELAY", "0")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow(seconds=N)` run first, the longest first: with `--maxschedchunk=1`
+    (pyproject) pytest-xdist hands each worker one test at a time in this order, so the two workers
+    start on the long ones and end together on short ones, instead of one idling while the other
+    runs a long test it was handed last."""
+
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("slow")
+        return marker.kwargs["seconds"] if marker else 0.0
+
+    items.sort(key=seconds, reverse=True)

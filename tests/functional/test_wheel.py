@@ -16,6 +16,8 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("app", "translations", "pyproject.toml", "setup.py", "MANIFEST.in", "README.md")
 
@@ -38,6 +40,7 @@ def _pip(*args: str, cwd: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow(seconds=18)
 def test_the_installed_wheel_carries_the_chinese_catalog(tmp_path: Path) -> None:
     source = tmp_path / "source"
     _copy_sources(source)

@@ -359,7 +359,12 @@ def test_slash_lists_matching_commands_and_enter_runs_the_highlighted_one(bench)
 def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
     from textual.events import Paste
 
-    text = "\n".join(f"line {n} " + "x" * 60 for n in range(50_000))
+    from app.ui.widgets.composer import LARGE_PASTE_LINES
+
+    # Ten times past the line bound (and the 4,000 characters): the paste's size changes nothing in
+    # the composer's path, while each line sent costs the conversation's user block its layout.
+    lines = 10 * LARGE_PASTE_LINES
+    text = "\n".join(f"line {n} " + "x" * 60 for n in range(lines))
 
     async def scenario() -> None:
         app = bench.app()
@@ -367,7 +372,7 @@ def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
             await type_text(pilot, "count these: ")
             app.post_message(Paste(text))
             await until(pilot, lambda: "Pasted" in app.chat.composer.text)
-            assert app.chat.composer.text == "count these: [Pasted text #1: 50000 lines]"
+            assert app.chat.composer.text == f"count these: [Pasted text #1: {lines} lines]"
             await until(pilot, lambda: app.registry is not None)
             await pilot.press("enter")
             await until(pilot, lambda: app._turn is not None and not app.turn_running)
@@ -440,6 +445,7 @@ async def _resumed(app, pilot):  # type: ignore[no-untyped-def]
     return app.chat.conversation
 
 
+@pytest.mark.slow(seconds=40)
 def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
     from app.session.session import Session
     from app.ui.widgets import conversation as conversation_module
@@ -453,7 +459,9 @@ def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back
     sessions = bench.home / "sessions"
     sessions.mkdir(parents=True)
     path = sessions / "20260101-000000-window.jsonl"
-    write_large_session(path, events=800)
+    # 600 events: 40 turns, 237 blocks, of which the resume reads 51 (under the quarter asserted
+    # below) and scrolling back mounts the rest in 5 windows.
+    write_large_session(path, events=600)
     folded = Session.open(path).folded_view()
     ends = sorted((turn.end_seq, turn.end_reason or "") for turn in folded.turns if turn.end_seq is not None)
     whole = Conversation()  # every block of the log built at once, never mounted
@@ -541,6 +549,7 @@ def test_a_resumed_first_frame_shows_as_few_blocks_as_fill_the_view_with_their_t
     assert replies_when_resumed and all(blocks for text, blocks in replies_when_resumed if text)
 
 
+@pytest.mark.slow(seconds=12)
 def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
     from app.ui.screens.session_picker import SessionPickerScreen
 

@@ -263,7 +263,7 @@ async def test_paging_through_the_whole_flat_list_keeps_only_the_last_few_segmen
     """Every row of a long session passes the screen once, Page Down at a time: the segments
     folded on the way are dropped as the cache's bound says, whatever the session's length."""
     path = tmp_path / "20260101-000000-c2c2c2.jsonl"
-    write_large_session(path, events=20_000)
+    write_large_session(path, events=4_000)  # 281 turns (segments), rows in many runs of ROW_RUN
     monkeypatch.setattr(trajectory_index, "SEGMENT_CACHE", 16)
     async with ViewerApp(SessionFileSource.open(path)).run_test(size=(100, 200)) as pilot:
         screen = await opened(pilot)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_stream_support import assemble, translate
@@ -66,6 +67,7 @@ def well_formed_streams(draw: st.DrawFn) -> list[dict]:
     return chunks
 
 
+@pytest.mark.slow(seconds=13)
 @settings(max_examples=300, deadline=None)
 @given(well_formed_streams())
 def test_well_formed_streams_assemble_like_the_official_accumulator(chunks):

@@ -14,6 +14,7 @@ import json
 import os
 from itertools import product
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,6 +128,7 @@ def run(chunks: list[str], ending: str) -> list[StreamEvent]:
 EXAMPLES = int(os.environ.get("TOOLSCOPE_FUZZ_EXAMPLES", "2000"))
 
 
+@pytest.mark.slow(seconds=40)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams)
 def test_any_stream_keeps_the_contract(stream):
