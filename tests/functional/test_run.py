@@ -279,7 +279,7 @@ def test_the_prompt_comes_from_stdin(env, workspace, args):
     assert user.data.text == "use read_file on notes.txt\n"
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=8)
 def test_continue_picks_the_session_written_to_last(env, workspace):
     sessions = Path(env["TOOLSCOPE_HOME"]) / "sessions"
     run(env, workspace, "hello")

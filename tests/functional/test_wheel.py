@@ -40,7 +40,7 @@ def _pip(*args: str, cwd: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.slow(seconds=18)
+@pytest.mark.slow(seconds=11)
 def test_the_installed_wheel_carries_the_chinese_catalog(tmp_path: Path) -> None:
     source = tmp_path / "source"
     _copy_sources(source)

@@ -213,7 +213,7 @@ def moment(events: tuple[Event, ...]) -> str:
 
 # Past the scenario's own 170 s bound and its clean-up, so a slow run fails as a test: a
 # pytest-timeout kill would take the xdist worker, and the tests queued on it, down with it.
-@pytest.mark.slow(seconds=70)
+@pytest.mark.slow(seconds=42)
 @pytest.mark.timeout(240)
 def test_sigkill_anywhere_loses_nothing_and_the_next_writer_closes_the_turn(tmp_path: Path) -> None:
     points = kill_points(random.Random(SEED))

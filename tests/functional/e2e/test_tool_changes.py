@@ -82,7 +82,7 @@ def message_calling(events: tuple[Event, ...], call_id: str) -> Event:
     return message
 
 
-@pytest.mark.slow(seconds=14)
+@pytest.mark.slow(seconds=9)
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("mode", list(ROUTES))
 def test_a_swap_during_a_call_is_logged_once_and_sent_in_the_next_request(bench: Workbench, mode: str) -> None:

@@ -355,7 +355,7 @@ def key_in_a_body(draw: st.DrawFn) -> str:
     return before + key + after
 
 
-@pytest.mark.slow(seconds=16)
+@pytest.mark.slow(seconds=11)
 @pytest.mark.timeout(300)
 @given(body=key_in_a_body(), channel=st.sampled_from(CHANNELS), dialect=st.sampled_from(DIALECTS), limit=st.integers(40, 800))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -76,7 +76,7 @@ DEMO_TOOLS = [
 ]
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=8)
 async def test_tools_are_listed_callable_deterministic_and_their_process_ends_on_stop():
     registry = ToolRegistry(mcp_servers=[McpServerSource(tools_server(), timeouts=McpTimeouts(request=15, call=1))])
     async with registry:

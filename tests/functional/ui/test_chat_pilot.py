@@ -445,7 +445,7 @@ async def _resumed(app, pilot):  # type: ignore[no-untyped-def]
     return app.chat.conversation
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=11)
 def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
     from app.session.session import Session
     from app.ui.widgets import conversation as conversation_module
@@ -549,7 +549,7 @@ def test_a_resumed_first_frame_shows_as_few_blocks_as_fill_the_view_with_their_t
     assert replies_when_resumed and all(blocks for text, blocks in replies_when_resumed if text)
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=8)
 def test_ctrl_o_lists_the_sessions_and_resumes_the_chosen_one(bench) -> None:
     from app.ui.screens.session_picker import SessionPickerScreen
 

@@ -235,6 +235,7 @@ def test_the_key_never_reaches_the_inspector_and_hostile_text_is_literal(bench, 
     run(scenario())
 
 
+@pytest.mark.slow(seconds=12)
 def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_switched(bench) -> None:
     async def scenario() -> None:
         app = bench.app()

@@ -81,7 +81,7 @@ async def _whole(size: tuple[int, int]) -> list[tuple[str, str]]:
 # Fragment sizes that cut the reply in different places: 13 once closed a piece before a "`"
 # paragraph that became a fence (a blank line too many), 23 and 37 once lost lines of a piece begun
 # with text (Textual's `append` after `update` parses again from the wrong line).
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=17)
 @pytest.mark.parametrize("fragment", [13, 23, 37])
 def test_a_streamed_reply_looks_as_the_same_text_shown_whole(fragment: int) -> None:
     size = (70, 200)  # all of it on the screen
@@ -98,6 +98,7 @@ def test_a_streamed_reply_looks_as_the_same_text_shown_whole(fragment: int) -> N
     assert cells == asyncio.run(_whole(size))
 
 
+@pytest.mark.slow(seconds=14)
 def test_a_reply_mounted_again_mid_stream_goes_on_as_one_streamed_from_the_start() -> None:
     """A reply scrolled out of the conversation's window and back while it streams is mounted with
     its text so far, which may end inside a code fence; what streams after must join it as it
@@ -115,7 +116,7 @@ def test_a_reply_mounted_again_mid_stream_goes_on_as_one_streamed_from_the_start
     assert asyncio.run(streamed()) == asyncio.run(_whole(size))
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=18)
 def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_scroll() -> None:
     size = (70, 30)
 

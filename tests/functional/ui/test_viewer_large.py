@@ -259,6 +259,7 @@ async def test_a_step_outside_any_turn_is_a_row_the_list_can_draw(large) -> None
         await until(pilot, lambda: "corrupt" in title(screen))
 
 
+@pytest.mark.slow(seconds=13)
 async def test_paging_through_the_whole_flat_list_keeps_only_the_last_few_segments(tmp_path, monkeypatch) -> None:
     """Every row of a long session passes the screen once, Page Down at a time: the segments
     folded on the way are dropped as the cache's bound says, whatever the session's length."""

@@ -399,7 +399,7 @@ def anthropic_streams(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=10)
 @settings(max_examples=2000, deadline=None)
 @given(anthropic_streams())
 def test_any_event_sequence_keeps_the_contract(events):

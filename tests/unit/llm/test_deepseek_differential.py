@@ -67,7 +67,7 @@ def well_formed_streams(draw: st.DrawFn) -> list[dict]:
     return chunks
 
 
-@pytest.mark.slow(seconds=13)
+@pytest.mark.slow(seconds=8)
 @settings(max_examples=300, deadline=None)
 @given(well_formed_streams())
 def test_well_formed_streams_assemble_like_the_official_accumulator(chunks):

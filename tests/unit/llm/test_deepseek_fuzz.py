@@ -128,7 +128,7 @@ def run(chunks: list[str], ending: str) -> list[StreamEvent]:
 EXAMPLES = int(os.environ.get("TOOLSCOPE_FUZZ_EXAMPLES", "2000"))
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=39)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams)
 def test_any_stream_keeps_the_contract(stream):

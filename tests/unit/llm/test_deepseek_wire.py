@@ -100,7 +100,7 @@ def translator_reading(events: list) -> tuple[list[tuple[str, str]], list[tuple[
     return deltas, calls
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=9)
 @settings(max_examples=1500, deadline=None)
 @given(chunks())
 def test_the_translator_accepts_what_the_wire_types_accept_and_reads_it_alike(chunk):

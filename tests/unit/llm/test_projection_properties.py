@@ -148,7 +148,7 @@ def test_current_tools_are_available_and_removed_ones_are_not(log: GeneratedLog)
                     assert tool.name in loaded
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=8)
 @PROPERTY
 @given(session_logs())
 def test_projection_depends_only_on_snapshot_messages_and_route(log: GeneratedLog):

@@ -29,7 +29,7 @@ def _assert_same_view(view: SessionView, expected: SessionView) -> None:
     assert view.history == expected.history
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=12)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=session_logs(), data=st.data())
 def test_any_split_into_file_increments_matches_one_full_reduction(log: GeneratedLog, data) -> None:

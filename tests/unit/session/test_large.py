@@ -64,7 +64,7 @@ def logs_with_partial_compactions(draw: st.DrawFn) -> GeneratedLog:
     return GeneratedLog(header=log.header, events=tuple(events))
 
 
-@pytest.mark.slow(seconds=14)
+@pytest.mark.slow(seconds=12)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=logs_with_partial_compactions(), every=st.integers(1, 12), data=st.data())
 def test_any_request_built_from_a_checkpoint_equals_the_full_fold(
