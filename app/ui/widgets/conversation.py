@@ -134,7 +134,8 @@ def _rows_of(block: Block, width: int) -> int:
     from app.ui.widgets.user_message import UserBlock
 
     if isinstance(block, UserBlock):
-        return 1 + _wrapped_lines(block.item.text, width)
+        shown, hidden = block.shown()
+        return 1 + _wrapped_lines(shown, width) + bool(hidden)
     if isinstance(block, AssistantBlock):
         text = _wrapped_lines(block.text, width) + 1 if block.text else 0  # and the last paragraph's margin
         return 1 + bool(block.reasoning) + text + block.interrupted

@@ -382,6 +382,45 @@ def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
     run(scenario())
 
 
+def test_a_long_message_sent_shows_its_first_lines_until_expanded_and_at_most_a_bound(bench, monkeypatch) -> None:
+    """A large paste is sent whole, but its block shows its first lines; expanded, at most
+    `SHOWN_LINES` (laying out every line of a 50,000-line paste froze the chat for seconds)."""
+    from textual.events import Paste
+    from textual.widgets import Static
+
+    from app.ui.widgets import user_message
+    from app.ui.widgets.user_message import COLLAPSED_LINES, UserMessage
+
+    monkeypatch.setattr(user_message, "SHOWN_LINES", 50)
+    text = "\n".join(f"line {n}" for n in range(120))
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.registry is not None)
+            app.post_message(Paste(text))
+            await until(pilot, lambda: app.chat.composer.text)
+            await pilot.press("enter")
+            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            message = app.chat.query_one(UserMessage)
+            shown, more = message.query_one(".text", Static), message.query_one(".more", Static)
+
+            def lines() -> int:
+                return str(shown.render()).count("\n") + 1
+
+            assert lines() == COLLAPSED_LINES and more.display
+            assert "108 more lines (Enter or click to expand)" in str(more.render())
+            message.focus()
+            await pilot.press("enter")
+            assert lines() == 50 and "70 more lines not shown here" in str(more.render())
+            await pilot.click(message)
+            assert lines() == COLLAPSED_LINES
+        (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
+        assert user.text == text
+
+    run(scenario())
+
+
 def test_a_route_without_its_key_fails_in_a_node_not_a_traceback(bench, monkeypatch) -> None:
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
 
