@@ -103,7 +103,8 @@ class Composer(TextArea):
                 self.insert(printable(key).replace("\t", "").replace("\n", ""))
 
     async def _on_paste(self, event: events.Paste) -> None:
-        text = event.text
+        # Terminals send a pasted line break as Enter's CR (tmux, xterm): lines, not one long line.
+        text = event.text = event.text.replace("\r\n", "\n").replace("\r", "\n")
         if len(text) < LARGE_PASTE_CHARS and text.count("\n") < LARGE_PASTE_LINES:
             return  # the editor inserts it
         event.prevent_default()

@@ -382,6 +382,33 @@ def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
     run(scenario())
 
 
+@pytest.mark.parametrize("lines", [3, 200])
+def test_line_breaks_pasted_as_cr_are_line_breaks(bench, lines: int) -> None:
+    """tmux and xterm send a pasted text's line breaks as Enter's CR (CRLF from some sources): the
+    prompt gets lines, short paste or large (placeholder) alike, and so does the session."""
+    from textual.events import Paste
+
+    pasted = "\r".join(f"line {n}" for n in range(lines - 1)) + f"\r\nline {lines - 1}"
+    expected = "\n".join(f"line {n}" for n in range(lines))
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.registry is not None)
+            app.post_message(Paste(pasted))
+            await until(pilot, lambda: app.chat.composer.text)
+            if lines > 100:
+                assert app.chat.composer.text == f"[Pasted text #1: {lines} lines]"
+            else:
+                assert app.chat.composer.text == expected
+            await pilot.press("enter")
+            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+        (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
+        assert user.text == expected
+
+    run(scenario())
+
+
 def test_a_long_message_sent_shows_its_first_lines_until_expanded_and_at_most_a_bound(bench, monkeypatch) -> None:
     """A large paste is sent whole, but its block shows its first lines; expanded, at most
     `SHOWN_LINES` (laying out every line of a 50,000-line paste froze the chat for seconds)."""
