@@ -108,7 +108,7 @@ class Composer(TextArea):
         if len(text) < LARGE_PASTE_CHARS and text.count("\n") < LARGE_PASTE_LINES:
             return  # the editor inserts it
         event.prevent_default()
-        lines = text.count("\n") + 1
+        lines = len(text.splitlines())  # a final line break ends the last line, it starts none
         placeholder = ngettext(
             "[Pasted text #{n}: {lines} line]", "[Pasted text #{n}: {lines} lines]", lines
         ).format(n=len(self._pastes) + 1, lines=lines)

@@ -77,13 +77,13 @@ class UserBlock(Block):
 
     @property
     def expandable(self) -> bool:
-        return self.item.text.count("\n") >= COLLAPSED_LINES
+        return len(self.item.text.splitlines()) > COLLAPSED_LINES
 
     def shown(self) -> tuple[str, int]:
         """The text shown (collapsed or expanded) and how many lines of the message it leaves out."""
         text = self.item.text
         shown, cut = clip_lines(text, SHOWN_LINES if self.expanded else COLLAPSED_LINES)
-        return shown, (text.count("\n") - shown.count("\n")) if cut else 0
+        return shown, (len(text.splitlines()) - len(shown.splitlines())) if cut else 0
 
     def build(self) -> UserMessage:
         return UserMessage(self)

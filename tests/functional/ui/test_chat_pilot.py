@@ -388,8 +388,8 @@ def test_line_breaks_pasted_as_cr_are_line_breaks(bench, lines: int) -> None:
     prompt gets lines, short paste or large (placeholder) alike, and so does the session."""
     from textual.events import Paste
 
-    pasted = "\r".join(f"line {n}" for n in range(lines - 1)) + f"\r\nline {lines - 1}"
-    expected = "\n".join(f"line {n}" for n in range(lines))
+    pasted = "\r".join(f"line {n}" for n in range(lines - 1)) + f"\r\nline {lines - 1}\r"  # a final break too
+    expected = "\n".join(f"line {n}" for n in range(lines)) + "\n"
 
     async def scenario() -> None:
         app = bench.app()
