@@ -177,10 +177,10 @@ class _ModelPart:
         self._slot.__set__(instance, value)
 
 
-def _parts_built_on_first_read(cls: type[T], *names: str) -> type[T]:
+def _parts_built_on_first_read(cls: type, *names: str) -> None:
+    """Put a `_ModelPart` over each named field's slot (the slot keeps the value)."""
     for name in names:
         setattr(cls, name, _ModelPart(cls.__dict__[name]))
-    return cls
 
 
 _parts_built_on_first_read(AssistantItem, "content", "usage")
