@@ -130,6 +130,23 @@ def _positions_of(log: GeneratedLog) -> list[tuple[int, int, int]]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs(), data=st.data())
+def test_the_numbers_of_any_run_of_items_equal_the_full_fold(log: GeneratedLog, data: st.DataObject) -> None:
+    """A run of items gets its turn, step and request numbers from running counts over the codes it
+    spans (`IndexedView.item_run`, then `position`): any run of them, from any item, as the fold has them."""
+    positions = _positions_of(log)
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(log.jsonl())
+        view = Session.open(path).view()
+        count = len(view.items)
+        start = data.draw(st.integers(0, count - 1))
+        stop = data.draw(st.integers(start + 1, count))
+        items = view.item_run(start, stop)
+        assert [view.position(item.seq) for item in items] == [positions[item.seq] for item in items]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=logs_with_partial_compactions(), block=st.integers(1, 8), tail_span=st.integers(0, 40))
 def test_counting_back_from_the_end_and_by_block_totals_equal_the_full_fold(
     log: GeneratedLog, block: int, tail_span: int
