@@ -106,7 +106,7 @@ def main() -> int:
         ("  not a goal: same, equal windows (10,000-event)", statistics.median(big_times) / statistics.median(cycles_times), None,
          f"{statistics.median(big_times) * ms:.2f} ms / {statistics.median(cycles_times) * ms:.2f} ms"),
         ("  not a goal: µs per message of BIG's requests (median)", statistics.median(
-            time / window for time, window in zip(big_times, windows)) * 1e6, None, "request CPU / its window"),
+            cpu / window for cpu, window in zip(big_times, windows)) * 1e6, None, "request CPU / its window"),
     ])
 
 

@@ -73,7 +73,7 @@ CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
 _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
-_TURN_START, _STEP_START = TURN_CODES[0], STEP_CODES[0]
+_TURN_START = TURN_CODES[0]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
 
