@@ -8,6 +8,8 @@ of `--rounds` repetitions (what a loaded machine adds to a call only makes it sl
   over BIG as `bench_large.py` samples them, each from a fresh view: the median against the same
   relative requests of the 1,000-event session (goal ≤ 2); beside it, not a goal, against the
   10,000-event session's requests of the nearest window length, and the median windows.
+- beside them, not goals, what is left per item (BIG's tail less the 10-event one, over the items
+  more) and per message (the median of BIG's sampled requests' CPU over their window);
 
 BIG is `--big FILE` (linked, never written: only its line index is written, beside the link) or a
 generated session of `--events` events. Exits 1 when a goal does not hold.
@@ -75,6 +77,7 @@ def main() -> int:
             tail(path)
 
         tails = {path: least_cpu(lambda path=path: tail(path), options.rounds * 4) for path in (big, small, medium)}
+        small_items = len(Session.open(small).view().items[-200:])
 
         big_count = len(Session.open(big).view().requests)
         medium_count = len(Session.open(medium).view().requests)
@@ -95,11 +98,15 @@ def main() -> int:
         ("tail BIG / 10-event (CPU)", tails[big] / tails[small], 2.0, f"{tails[big] * ms:.2f} ms / {tails[small] * ms:.2f} ms"),
         ("  not a goal: tail BIG / 1,000-event (200 items)", tails[big] / tails[medium], None,
          f"{tails[big] * ms:.2f} ms / {tails[medium] * ms:.2f} ms"),
+        ("  not a goal: µs per item beyond the 10-event tail's", (tails[big] - tails[small]) / (200 - small_items) * 1e6, None,
+         f"({tails[big] * ms:.2f} - {tails[small] * ms:.2f} ms) / (200 - {small_items}) items"),
         ("full request BIG / 1,000-event (median, CPU)", statistics.median(big_times) / statistics.median(medium_times), 2.0,
          f"{statistics.median(big_times) * ms:.2f} ms / {statistics.median(medium_times) * ms:.2f} ms; median windows "
          f"{statistics.median(windows):.0f} / {statistics.median(medium_windows):.0f} messages"),
         ("  not a goal: same, equal windows (10,000-event)", statistics.median(big_times) / statistics.median(cycles_times), None,
          f"{statistics.median(big_times) * ms:.2f} ms / {statistics.median(cycles_times) * ms:.2f} ms"),
+        ("  not a goal: µs per message of BIG's requests (median)", statistics.median(
+            cpu / window for cpu, window in zip(big_times, windows)) * 1e6, None, "request CPU / its window"),
     ])
 
 

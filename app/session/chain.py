@@ -413,11 +413,12 @@ class _Run:
                 raise self.chain._stale(segment)
             yield seq, segment, at + 2, text
 
-    def decoded(self) -> list[structs.Envelope] | None:
+    def decoded(self) -> list[structs.Envelope | Event] | None:
         """The Structs of the wanted lines from one msgspec call over the run, when every line of it
         is one msgspec accepts and the index's type codes say what each is (so each starts with
         `{"type":"`, as `decode_valid` asks); None when it cannot vouch for them all (the lines are
-        then read one by one, which names a line's fault or a changed file)."""
+        then read one by one, which names a line's fault or a changed file). A wanted header with
+        more brackets than the models nest is judged alone (`Chain._decode`)."""
         segment = self.segment
         index = segment.index
         if self.line >= len(index) or len(self.seqs) < 2:
@@ -436,11 +437,16 @@ class _Run:
             return None
         if bytes(map(_STRUCT_CODES.__getitem__, map(type, events))) != types[first : last + 1]:
             return None  # not the lines the index saw: read one by one, which says so
-        wanted = [events[seq - first_seq - first] for seq in self.seqs]
+        wanted: list[structs.Envelope | Event] = [events[seq - first_seq - first] for seq in self.seqs]
+        # A wanted header nested deeper than the models parse is theirs to judge, alone; one not
+        # wanted is not read (as line by line). Most headers over the bracket count are not deep but
+        # long (a tool list): they spoil nothing else of the run.
         header = types.find(_HEADER, first, last + 1)
-        while header >= 0:  # a header nested deeper than the models parse is theirs to judge
-            if not structs.within_models_bound(self._text(header)):
-                return None
+        while header >= 0:
+            position = bisect.bisect_left(self.seqs, header + first_seq)
+            wanted_header = position < len(self.seqs) and self.seqs[position] == header + first_seq
+            if wanted_header and not structs.within_models_bound(text := self._text(header)):
+                wanted[position] = self.chain._decode(segment, header + 2, text)
             header = types.find(_HEADER, header + 1, last + 1)
         return wanted
 

@@ -73,7 +73,7 @@ CHANGE_CODES = _codes("request/header", "developer/message", "compaction/summary
 _CHANGES = re.compile(b"[" + CHANGE_CODES + b"]")
 _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
-_TURN_START, _STEP_START = TURN_CODES[0], STEP_CODES[0]
+_TURN_START = TURN_CODES[0]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 
 
@@ -182,6 +182,9 @@ _ALL_CODES = bytes(range(256))
 def _marking(codes: bytes) -> bytes:
     """A `translate` table that maps the type codes in `codes` to 1 and every other byte to 0."""
     return bytes(int(code in codes) for code in range(256))
+
+
+_REQUEST_MARKS, _TURN_MARKS, _STEP_MARKS = (_marking(codes) for codes in (REQUEST_CODES, TURN_CODES, STEP_CODES))
 
 
 def _count(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> int:
@@ -575,22 +578,30 @@ class IndexedView:
         return self._position_from_counts(seq)
 
     def _positions_of_run(self, seqs: list[int]) -> dict[int, tuple[int, int, int]]:
-        """`position` of each of the ascending `seqs`, from the first one's, counted on code by code."""
+        """`position` of each of the ascending `seqs`, from the first one's, counted on over the codes
+        they span: running counts of turn starts, step starts and requests made in C (`accumulate`
+        over marked codes), then one lookup per wanted seq rather than a Python step per code."""
         turn, step, requests = self._position_from_counts(seqs[0])
-        found = {seqs[0]: (turn, step, requests)}
-        wanted = iter(seqs[1:])
-        target = next(wanted, None)
+        first, last = seqs[0], seqs[-1]
         types = self._chain.types
-        for seq in range(seqs[0] + 1, seqs[-1] + 1):
-            requests += types[seq - 1] in REQUEST_CODES
-            code = types[seq]
-            if code == _TURN_START:
-                turn, step = turn + 1, 0
-            elif code == _STEP_START and turn:
-                step += 1
-            if seq == target:
-                found[seq] = (turn, step, requests)
-                target = next(wanted, None)
+        after_first = types[first + 1 : last + 1]
+        # Index k of each list is seq first + k.
+        made = list(accumulate(types[first:last].translate(_REQUEST_MARKS), initial=requests))
+        turns = list(accumulate(after_first.translate(_TURN_MARKS), initial=0))
+        steps = list(accumulate(after_first.translate(_STEP_MARKS), initial=0))
+        steps_at_turn_start = []  # steps counted before the j-th turn start of the span (from 1)
+        at = types.find(_TURN_START, first + 1, last + 1)
+        while at >= 0:
+            steps_at_turn_start.append(steps[at - first])
+            at = types.find(_TURN_START, at + 1, last + 1)
+        found = {}
+        for seq in seqs:
+            k = seq - first
+            started = turns[k]  # turns started since the first seq: steps count from the last one
+            if started:
+                found[seq] = (turn + started, steps[k] - steps_at_turn_start[started - 1], made[k])
+            else:  # a step before any turn is not counted
+                found[seq] = (turn, step + steps[k] if turn else step, made[k])
         return found
 
     def _position_from_counts(self, seq: int) -> tuple[int, int, int]:

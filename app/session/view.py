@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TypeVar, Union, overload
+from typing import Any, TypeVar, Union, overload
 
 from app.session import structs
 from app.session.events import (
@@ -148,6 +148,47 @@ class SummaryItem:
     summary: str
     up_to_seq: int
     sequence: int
+
+
+class _ModelPart:
+    """An item's part (content, usage, an error, a message, a header) kept as the msgspec Struct it
+    was decoded as until first read, then built as its model (`model_of`) and kept in the slot.
+
+    A tail or a window makes hundreds of items of which a few parts are read (a list shows 40
+    rows; a request's projection reads its messages once): building every part's model up front
+    was most of an item's cost. Reading gives the model a full fold gives, so equality, hashing,
+    `repr`, pickling and `dataclasses` helpers (which all read the attribute) are unchanged."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot  # the dataclass's own slot descriptor
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = self._slot.__get__(instance, owner)
+        model = model_of(value)
+        if model is not value:
+            self._slot.__set__(instance, model)
+        return model
+
+    def __set__(self, instance: object, value: Any) -> None:
+        self._slot.__set__(instance, value)
+
+
+def _parts_built_on_first_read(cls: type, *names: str) -> None:
+    """Put a `_ModelPart` over each named field's slot (the slot keeps the value)."""
+    for name in names:
+        setattr(cls, name, _ModelPart(cls.__dict__[name]))
+
+
+_parts_built_on_first_read(AssistantItem, "content", "usage")
+_parts_built_on_first_read(ToolResultItem, "error")
+_parts_built_on_first_read(ContextItem, "message")
+_parts_built_on_first_read(HeaderItem, "header")
+_parts_built_on_first_read(RequestErrorItem, "failure")
+_parts_built_on_first_read(RetryItem, "failure")
 
 
 Message = Union[UserItem, AssistantItem, ToolResultItem, ContextItem, SummaryItem]
@@ -476,7 +517,10 @@ def _constructor(cls: type[T]) -> Callable[..., T]:
     the slots' own descriptors, as this does (items are made by the hundred for a window or a tail)."""
     names = [field.name for field in fields(cls)]  # type: ignore[arg-type]
     assert tuple(names) == cls.__slots__  # type: ignore[attr-defined]
-    setters = {f"set_{name}": cls.__dict__[name].__set__ for name in names}
+    slots = {name: cls.__dict__[name] for name in names}
+    setters = {  # a part built on first read is set through its own slot, as it is
+        f"set_{name}": (slot._slot if isinstance(slot, _ModelPart) else slot).__set__ for name, slot in slots.items()
+    }
     source = "\n".join([
         f"def make({', '.join(names)}):",
         "    instance = new(cls)",
@@ -500,24 +544,24 @@ def _user(event: UserMessage) -> UserItem:
 
 
 def _header(event: RequestHeader) -> HeaderItem:
-    return _new_header(event.seq, model_of(event.data))
+    return _new_header(event.seq, event.data)
 
 
 def _developer(event: DeveloperMessage) -> ContextItem:
-    return _new_context(event.seq, model_of(event.data))
+    return _new_context(event.seq, event.data)
 
 
 def _assistant(event: AssistantMessage) -> AssistantItem:
     data = event.data
     return _new_assistant(
-        event.seq, data.turn, data.step, data.route, data.model, model_of(data.content), model_of(data.usage),
-        data.finish, bool(data.interrupted),
+        event.seq, data.turn, data.step, data.route, data.model, data.content, data.usage, data.finish,
+        bool(data.interrupted),
     )
 
 
 def _request_error(event: RequestError) -> RequestErrorItem:
     data = event.data
-    return _new_request_error(event.seq, data.turn, data.step, data.route, model_of(data.failure))
+    return _new_request_error(event.seq, data.turn, data.step, data.route, data.failure)
 
 
 def _tool_call(event: ToolCall) -> ToolCallItem:
@@ -528,14 +572,14 @@ def _tool_call(event: ToolCall) -> ToolCallItem:
 def _tool_result(event: ToolResult) -> ToolResultItem:
     data = event.data
     return _new_tool_result(
-        event.seq, data.turn, data.step, data.call_id, data.name, data.content, data.is_error, model_of(data.error)
+        event.seq, data.turn, data.step, data.call_id, data.name, data.content, data.is_error, data.error
     )
 
 
 def _retry(event: Retry) -> RetryItem:
     data = event.data
     return _new_retry(
-        event.seq, data.turn, data.step, data.retry, data.max_retries, data.delay_ms, model_of(data.failure)
+        event.seq, data.turn, data.step, data.retry, data.max_retries, data.delay_ms, data.failure
     )
 
 

@@ -30,7 +30,7 @@ from app.session.invariants import InvariantChecker
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
-from app.session.view import SessionView
+from app.session.view import HeaderItem, SessionView
 from tests.support.histories import GeneratedLog, session_logs
 
 
@@ -127,6 +127,23 @@ def _positions_of(log: GeneratedLog) -> list[tuple[int, int, int]]:
         found.append((turn, step, requests))
         requests += event.type in ("assistant/message", "agent/request-error")
     return found
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs(), data=st.data())
+def test_the_numbers_of_any_run_of_items_equal_the_full_fold(log: GeneratedLog, data: st.DataObject) -> None:
+    """A run of items gets its turn, step and request numbers from running counts over the codes it
+    spans (`IndexedView.item_run`, then `position`): any run of them, from any item, as the fold has them."""
+    positions = _positions_of(log)
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(log.jsonl())
+        view = Session.open(path).view()
+        count = len(view.items)
+        start = data.draw(st.integers(0, count - 1))
+        stop = data.draw(st.integers(start + 1, count))
+        items = view.item_run(start, stop)
+        assert [view.position(item.seq) for item in items] == [positions[item.seq] for item in items]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -303,6 +320,26 @@ def test_a_run_with_a_line_msgspec_cannot_vouch_for_is_read_line_by_line(logs) -
     lines[5] = lines[5].replace(b'{"type":"', b'{"type": "', 1)
 
     assert _read_by_the_view(logs.write("spaced", lines)) == expected
+
+
+def test_a_run_spanning_a_header_with_many_shallow_brackets_is_parsed_in_one_call(logs) -> None:  # type: ignore[no-untyped-def]
+    """A header with more brackets than the models nest (a long tool list, 2 levels deep) between a
+    window's messages and among the tail's items: the runs are still parsed in one call each (only
+    a wanted header over the bound is judged alone), with the items and messages of line by line."""
+    lines = _two_completed_turns(logs)
+    wide = b'"config":{' + b",".join(b'"k%d":[]' % number for number in range(250)) + b"}"
+    lines[12] = lines[12].replace(b'"config":{}', wide, 1)
+    path = logs.write("wide", lines)
+    runs: list[tuple[int, object]] = []  # (lines wanted, what one call gave) of each run of several
+    decoded = chain_module._Run.decoded
+    with patch.object(chain_module._Run, "decoded", lambda run: runs.append((len(run.seqs), decoded(run))) or runs[-1][1]):
+        read = _read_by_the_view(path)
+    assert [wanted for wanted, _ in runs if wanted > 1] == [10, 3]  # the items, the second window
+    assert all(events is not None for wanted, events in runs if wanted > 1)
+    assert isinstance(read[0][6], HeaderItem) and len(read[0][6].header.config) == 250
+
+    with patch.object(chain_module._Run, "decoded", lambda run: None):  # every line alone
+        assert _read_by_the_view(path) == read
 
 
 def test_a_corrupt_line_the_view_does_not_read_spoils_no_window(logs) -> None:  # type: ignore[no-untyped-def]

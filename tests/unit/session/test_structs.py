@@ -4,7 +4,10 @@ the view item made from its Struct is the one made from the pydantic event."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +15,22 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from app.session.errors import SessionError
 from app.session.events import HEADER_ADAPTER, encode_event
 from app.session.reader import EventLineError, decode_event_line, parse_header_line
 from app.session.structs import decode_valid, event_model, header_model
-from app.session.view import item_of
+from app.session.view import (
+    AssistantItem,
+    ContextItem,
+    HeaderItem,
+    RequestErrorItem,
+    RetryItem,
+    ToolResultItem,
+    _ModelPart,
+    item_of,
+)
 from tests.support.histories import session_logs
 from tests.unit.session.test_corruption import CASES
 
@@ -56,6 +69,7 @@ def _same_item(line: bytes) -> bool:
     expected, made = item_of(decode_event_line(line)), item_of(decode_valid(line))  # type: ignore[arg-type]
     if made is None or expected is None:
         return made is expected
+    assert _reads_alike_before_any_part_is_read(line, expected)
     parts = [getattr(made, name) for name in made.__slots__]  # type: ignore[union-attr]
     expected_parts = [getattr(expected, name) for name in expected.__slots__]  # type: ignore[union-attr]
     return (
@@ -248,3 +262,96 @@ def test_a_mutated_header_the_models_refuse_is_refused(header, data, action, rep
     path = data.draw(st.sampled_from(_paths(obj)[1:]))
     line = json.dumps(_mutated(obj, path, action, replacement), separators=(",", ":")).encode()
     assert _header_accepted_alike(line), line
+
+
+def _hash_or_error(value: object) -> object:
+    """The hash, or the kind of error hashing raises (a header's config is a dict: unhashable)."""
+    try:
+        return hash(value)
+    except TypeError as error:
+        return type(error)
+
+
+_FRESH_ITEM_READS: dict[str, Any] = {
+    "equality": lambda made, expected: made == expected and expected == made,
+    "hash": lambda made, expected: _hash_or_error(made) == _hash_or_error(expected),
+    "repr": lambda made, expected: repr(made) == repr(expected),
+    "pickle": lambda made, expected: pickle.loads(pickle.dumps(made)) == expected,
+    "copy": lambda made, expected: copy.copy(made) == expected and copy.deepcopy(made) == expected,
+    "asdict": lambda made, expected: dataclasses.asdict(made) == dataclasses.asdict(expected),
+    "replace": lambda made, expected: dataclasses.replace(made, seq=made.seq + 1) == dataclasses.replace(expected, seq=expected.seq + 1),
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=session_logs())
+def test_an_item_whose_parts_were_never_read_reads_as_the_one_from_the_models(log) -> None:  # type: ignore[no-untyped-def]
+    """An item made from a Struct keeps its parts (content, usage, an error, a message, a header)
+    as Structs until one is read; whatever reads it first (equality, hash, repr, pickling, a copy,
+    `dataclasses`) sees the models the pydantic event gives, and the part is built once."""
+    for event in log.events:
+        line = encode_event(event).rstrip(b"\n")
+        assert _reads_alike_before_any_part_is_read(line, item_of(event)), line
+
+
+def _reads_alike_before_any_part_is_read(line: bytes, expected: Any) -> bool:
+    """Each way of reading a whole item, on an item fresh from the Struct, gives what it gives on
+    the item from the models; each part is held as a Struct until read, then built once."""
+    if expected is None:
+        return True
+    for name, reads_alike in _FRESH_ITEM_READS.items():
+        assert reads_alike(item_of(decode_valid(line)), expected), name  # type: ignore[arg-type]
+    made = item_of(decode_valid(line))  # type: ignore[arg-type]
+    for name in made.__slots__:  # type: ignore[union-attr]
+        part = type(made).__dict__[name]
+        if isinstance(part, _ModelPart):
+            held = part._slot.__get__(made)
+            assert not isinstance(held, BaseModel) and not (isinstance(held, tuple) and held and isinstance(held[0], BaseModel))
+            assert getattr(made, name) == getattr(expected, name)
+            assert getattr(made, name) is getattr(made, name)  # built once, then kept
+    return True
+
+
+def test_every_item_part_is_built_on_first_read() -> None:
+    """The parts an item holds as models are the ones `_ModelPart` builds on first read: a new one
+    made eagerly again would be caught here."""
+    parts = {
+        (cls.__name__, name)
+        for cls in (AssistantItem, ToolResultItem, ContextItem, HeaderItem, RequestErrorItem, RetryItem)
+        for name in cls.__slots__
+        if isinstance(cls.__dict__[name], _ModelPart)
+    }
+    assert parts == {
+        ("AssistantItem", "content"), ("AssistantItem", "usage"), ("ToolResultItem", "error"), ("ContextItem", "message"),
+        ("HeaderItem", "header"), ("RequestErrorItem", "failure"), ("RetryItem", "failure"),
+    }
+
+
+_EVERY_PART = {
+    "assistant/message": {
+        "turn": 1, "step": 1, "route": "r/m", "model": "m", "finish": "stop", "interrupted": True,
+        "content": [
+            {"type": "text", "text": "hi"}, {"type": "reasoning", "text": "so"},
+            {"type": "tool-call", "callId": "c1", "name": "read", "arguments": "{}"},
+        ],
+        "usage": {"input": 1, "output": 2, "cacheRead": 0, "reasoning": 3},
+    },
+    "tool/result": {
+        "turn": 1, "step": 1, "callId": "c1", "name": "read", "content": "no", "isError": True,
+        "error": {"code": "UNKNOWN_TOOL", "message": "read"},
+    },
+    "agent/request-error": {
+        "turn": 1, "step": 1, "route": "r/m", "failure": {"code": "HTTP", "message": "m", "status": 500, "retryAfterMs": 9},
+    },
+    "llm/retry": {"turn": 1, "step": 1, "retry": 1, "maxRetries": 3, "delayMs": 10, "failure": {"code": "TIMEOUT", "message": "m"}},
+    "developer/message": {"source": "tool-registry", "id": "d1", "additions": [{"name": "read", "headerSeq": 3}], "removals": ["old"]},
+}
+
+
+@pytest.mark.parametrize("type_", _EVERY_PART)
+def test_each_kind_of_part_reads_as_the_models_before_and_after_it_is_built(type_: str) -> None:
+    """Every part built on first read (content and usage, a tool error, a failure, a developer
+    message; a header is in every generated log), its optional fields present."""
+    line = json.dumps({"type": type_, "seq": 4, "time": 1, "data": _EVERY_PART[type_]}, separators=(",", ":")).encode()
+    assert _msgspec_accepts(line) and _pydantic_accepts(line)
+    assert _same_item(line)
