@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.pilot import Pilot
 
 from app.agent.runtime import catalog_from
@@ -104,6 +105,22 @@ async def send(pilot: Pilot[Any], text: str, *, wait: bool = True) -> None:
     assert isinstance(app, ToolscopeApp)
     await until(pilot, lambda: app.registry is not None)
     await type_text(pilot, text)
+    await submit(pilot, wait=wait)
+
+
+async def paste(pilot: Pilot[Any], text: str) -> None:
+    """Paste `text` into the composer as a terminal would (once the tools are ready to send it)."""
+    app = pilot.app
+    assert isinstance(app, ToolscopeApp)
+    await until(pilot, lambda: app.registry is not None)
+    app.post_message(events.Paste(text))
+    await until(pilot, lambda: app.chat.composer.text)
+
+
+async def submit(pilot: Pilot[Any], *, wait: bool = True) -> None:
+    """Press Enter and (by default) wait for the turn to end."""
+    app = pilot.app
+    assert isinstance(app, ToolscopeApp)
     await pilot.press("enter")
     if wait:
         await until(pilot, lambda: app._turn is not None and not app.turn_running)

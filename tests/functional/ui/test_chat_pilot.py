@@ -19,10 +19,21 @@ from app.session.view import ContextItem
 from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.assistant_message import AssistantBlock
 from app.ui.widgets.context_node import ContextBlock, ContextNode
-from app.ui.widgets.markers import TurnEndBlock
 from app.ui.widgets.tool_call import ToolCallBlock
 from tests.functional.e2e.harness import TOOLS_SERVER
-from tests.functional.ui.chat_support import SIZE, blocks, cursor_blink_off, make_bench, run, send, settle, type_text, until
+from tests.functional.ui.chat_support import (
+    SIZE,
+    blocks,
+    cursor_blink_off,
+    make_bench,
+    paste,
+    run,
+    send,
+    settle,
+    submit,
+    type_text,
+    until,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -357,8 +368,6 @@ def test_slash_lists_matching_commands_and_enter_runs_the_highlighted_one(bench)
 
 
 def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
-    from textual.events import Paste
-
     from app.ui.widgets.composer import LARGE_PASTE_LINES
 
     # Ten times past the line bound (and the 4,000 characters): the paste's size changes nothing in
@@ -370,12 +379,10 @@ def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
         app = bench.app()
         async with app.run_test(size=SIZE) as pilot:
             await type_text(pilot, "count these: ")
-            app.post_message(Paste(text))
+            await paste(pilot, text)
             await until(pilot, lambda: "Pasted" in app.chat.composer.text)
             assert app.chat.composer.text == f"count these: [Pasted text #1: {lines} lines]"
-            await until(pilot, lambda: app.registry is not None)
-            await pilot.press("enter")
-            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await submit(pilot)
         (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
         assert user.text == "count these: " + text
 
@@ -386,7 +393,6 @@ def test_a_large_paste_is_one_placeholder_line_and_is_sent_whole(bench) -> None:
 def test_line_breaks_pasted_as_cr_are_line_breaks(bench, lines: int) -> None:
     """tmux and xterm send a pasted text's line breaks as Enter's CR (CRLF from some sources): the
     prompt gets lines, short paste or large (placeholder) alike, and so does the session."""
-    from textual.events import Paste
 
     pasted = "\r".join(f"line {n}" for n in range(lines - 1)) + f"\r\nline {lines - 1}\r"  # a final break too
     expected = "\n".join(f"line {n}" for n in range(lines)) + "\n"
@@ -394,15 +400,12 @@ def test_line_breaks_pasted_as_cr_are_line_breaks(bench, lines: int) -> None:
     async def scenario() -> None:
         app = bench.app()
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.registry is not None)
-            app.post_message(Paste(pasted))
-            await until(pilot, lambda: app.chat.composer.text)
+            await paste(pilot, pasted)
             if lines > 100:
                 assert app.chat.composer.text == f"[Pasted text #1: {lines} lines]"
             else:
                 assert app.chat.composer.text == expected
-            await pilot.press("enter")
-            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await submit(pilot)
         (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
         assert user.text == expected
 
@@ -412,7 +415,6 @@ def test_line_breaks_pasted_as_cr_are_line_breaks(bench, lines: int) -> None:
 def test_a_long_message_sent_shows_its_first_lines_until_expanded_and_at_most_a_bound(bench, monkeypatch) -> None:
     """A large paste is sent whole, but its block shows its first lines; expanded, at most
     `SHOWN_LINES` (laying out every line of a 50,000-line paste froze the chat for seconds)."""
-    from textual.events import Paste
     from textual.widgets import Static
 
     from app.ui.widgets import user_message
@@ -424,11 +426,8 @@ def test_a_long_message_sent_shows_its_first_lines_until_expanded_and_at_most_a_
     async def scenario() -> None:
         app = bench.app()
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.registry is not None)
-            app.post_message(Paste(text))
-            await until(pilot, lambda: app.chat.composer.text)
-            await pilot.press("enter")
-            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await paste(pilot, text)
+            await submit(pilot)
             message = app.chat.query_one(UserMessage)
             shown, more = message.query_one(".text", Static), message.query_one(".more", Static)
 
