@@ -16,6 +16,11 @@ def literal(text: str) -> Content:
     return Content(printable(text))
 
 
+def line_count(text: str) -> int:
+    """The lines of `text` as `clip_lines` cuts them: at "\n", a final one starting no line."""
+    return text.count("\n") + (not text.endswith("\n"))
+
+
 def clip_lines(text: str, lines: int) -> tuple[str, bool]:
     """The first `lines` lines of `text`, and whether anything was cut."""
     parts = text.split("\n", lines)

@@ -23,6 +23,7 @@ from app.terminal import printable
 from app.ui import keymap, slash
 from app.ui.history import LARGE_PASTE_CHARS, PromptHistory, keeps
 from app.ui.messages import PromptSubmitted
+from app.ui.text import line_count
 from app.ui.type_ahead import take_typed
 
 
@@ -108,7 +109,7 @@ class Composer(TextArea):
         if len(text) < LARGE_PASTE_CHARS and text.count("\n") < LARGE_PASTE_LINES:
             return  # the editor inserts it
         event.prevent_default()
-        lines = len(text.splitlines())  # a final line break ends the last line, it starts none
+        lines = line_count(text)
         placeholder = ngettext(
             "[Pasted text #{n}: {lines} line]", "[Pasted text #{n}: {lines} lines]", lines
         ).format(n=len(self._pastes) + 1, lines=lines)

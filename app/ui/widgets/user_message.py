@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from app.i18n import N_, ngettext
-from app.ui.text import clip_lines, literal
+from app.ui.text import clip_lines, line_count, literal
 from app.ui.widgets.block import Block, ExpandsOnClick
 
 if TYPE_CHECKING:
@@ -77,13 +77,13 @@ class UserBlock(Block):
 
     @property
     def expandable(self) -> bool:
-        return len(self.item.text.splitlines()) > COLLAPSED_LINES
+        return line_count(self.item.text) > COLLAPSED_LINES
 
     def shown(self) -> tuple[str, int]:
         """The text shown (collapsed or expanded) and how many lines of the message it leaves out."""
         text = self.item.text
         shown, cut = clip_lines(text, SHOWN_LINES if self.expanded else COLLAPSED_LINES)
-        return shown, (len(text.splitlines()) - len(shown.splitlines())) if cut else 0
+        return shown, (line_count(text) - line_count(shown)) if cut else 0
 
     def build(self) -> UserMessage:
         return UserMessage(self)
