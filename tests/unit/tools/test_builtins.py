@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from app.tools.approval import ApprovalRequest, AutoApprover
@@ -310,6 +311,11 @@ async def test_run_command_times_out_and_kills_the_whole_group(root):
     assert outcome.is_error and outcome.error_code == ToolErrorCode.TOOL_TIMEOUT
     assert "timed out after 0.5 s" in outcome.content
     child = int(outcome.content.splitlines()[0])
+    # SIGKILL takes effect when the child is next scheduled: on a busy machine, a moment later.
+    # Without the group kill it would run for 30 s.
+    gone_by = time.monotonic() + 10
+    while running(child) and time.monotonic() < gone_by:
+        await anyio.sleep(0.05)
     assert not running(child)
 
 
