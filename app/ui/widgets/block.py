@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
+from app.i18n import ngettext
+
 
 class Block:
     widget: Widget | None = None
@@ -41,3 +43,10 @@ class ExpandsOnClick:
         if self.block.expandable:
             self.block.expanded = not self.block.expanded
             self.refresh_from_block()  # type: ignore[attr-defined]
+
+
+def expand_hint(hidden: int) -> str:
+    """The line under a collapsed text saying how many of its lines are hidden."""
+    return ngettext(
+        "… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden
+    ).format(n=hidden)

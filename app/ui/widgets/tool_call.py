@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
-from app.i18n import N_, _, ngettext
+from app.i18n import N_, _
 from app.ui.text import clip_lines, literal
-from app.ui.widgets.block import Block, ExpandsOnClick
+from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
     from app.session.events import ToolCallContent
@@ -82,9 +82,7 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
         more.display = cut
         if cut:
             hidden = text.count("\n") + 1 - COLLAPSED_LINES
-            more.update(
-                ngettext("… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden).format(n=hidden)
-            )
+            more.update(expand_hint(hidden))
 
 
 class ToolCallBlock(Block):

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from app.i18n import N_, ngettext
 from app.ui.text import clip_lines, line_count, literal
-from app.ui.widgets.block import Block, ExpandsOnClick
+from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
     from app.session.view import UserItem
@@ -66,9 +66,7 @@ class UserMessage(ExpandsOnClick, Vertical):
                 ).format(n=hidden)
             )
         else:
-            more.update(
-                ngettext("… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden).format(n=hidden)
-            )
+            more.update(expand_hint(hidden))
 
 
 class UserBlock(Block):
