@@ -11,7 +11,7 @@ prints ratios measured here:
 - any request: the full model request (header, tool-history snapshot, messages) of 200 sampled
   requests of BIG, its index holding the fold checkpoints as a writer leaves them (built once
   first, and that time printed): the slowest (goal ≤ 50 ms); and the same requests on the
-  1,000-event session (goal ≤ 2): the generator writes the same lines whatever the length, so BIG's
+  1,000-event session (goal ≤ 2): the generator writes the same events whatever the length, so BIG's
   request N is the 1,000-event log's request N, byte for byte, for every N the smaller log has
   (its 179): each is built on both, the medians compared. Not goals, beside it: BIG's sampled
   requests against the 1,000-event log's at the same relative place (their windows are ~4× shorter:
