@@ -232,6 +232,7 @@ class ToolscopeApp(App[None]):
             return
         if keeps(text):
             self.run_worker(asyncio.to_thread(append_history, text), group="history")
+        await self.chat.conversation.jump_to_end()  # the prompt sent and what follows it are shown
         self._turn = self.run_worker(self._run_turn(text), name="turn", group="turn", exit_on_error=False)
 
     async def _run_turn(self, text: str) -> None:

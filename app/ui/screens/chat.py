@@ -173,18 +173,18 @@ class ChatScreen(Screen[None]):
 
         block = ApprovalBlock(message.request, message.decision)
         conversation = self.conversation
-        following = conversation.following
 
         async def close_prompt() -> None:
+            if not self.is_attached:
+                return  # the app is quitting: the turn was cancelled with the prompt open
             await conversation.remove_block(block)
             self.composer.focus()
-            if following:
-                conversation.anchor()
+            conversation.anchor()
 
         message.decision.add_done_callback(lambda _future: self.run_worker(close_prompt(), group="approval"))
         await conversation.add_block(block)
-        if following:
-            conversation.anchor()
+        # The prompt has the keys (y, a, n): it is shown wherever the user had scrolled to.
+        await conversation.jump_to_end()
 
     def on_new_output_below(self, message: NewOutputBelow) -> None:
         self.query_one("#new-output").set_class(message.waiting, "-visible")

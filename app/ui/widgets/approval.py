@@ -62,7 +62,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
             yield Button(Content(_("Deny [n]")), id="deny", variant="error", compact=True)
 
     def on_mount(self) -> None:
-        self.focus()
+        # Not scrolled to by the focus: that runs before the prompt's layout, scrolls the conversation
+        # to where the prompt is not yet and releases its anchor. The chat shows it (`jump_to_end`).
+        self.focus(scroll_visible=False)
         self.app.bell()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

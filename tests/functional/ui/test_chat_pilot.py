@@ -194,6 +194,57 @@ def test_overwriting_a_file_shows_the_diff_before_it_is_allowed(bench) -> None:
     run(scenario())
 
 
+def _shown(app, widget) -> bool:
+    """Whether `widget` lies wholly within the conversation's visible region."""
+    view = app.chat.conversation.region
+    return view.contains_region(widget.region) and widget.region.height > 0
+
+
+def test_each_approval_prompt_is_shown_at_the_end_of_a_conversation_taller_than_the_view(bench) -> None:
+    """Focusing a prompt scrolled the conversation to where Textual thought it was before its layout
+    and released the anchor: the second prompt of a long conversation was waiting off screen."""
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use read_file on README.md")
+            await send(pilot, "use read_file on README.md")
+            for content in ("one\\n", "two\\n"):
+                app.chat.composer.load_text(f'use write_file with {{"path": "notes.txt", "content": "{content}"}}')
+                await pilot.press("enter")
+                await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+                prompt = app.chat.query_one(ApprovalPrompt)
+                await until(pilot, lambda: prompt.region.height > 0)
+                await pilot.pause(0.1)  # the turn waits for the answer: no settling of its worker
+                conversation = app.chat.conversation
+                assert conversation.max_scroll_y > 0 and conversation.following
+                assert _shown(app, prompt)
+                await pilot.press("y")
+                await until(pilot, lambda: not app.turn_running)
+                await settle(pilot)
+                assert app.chat.conversation.following
+        assert (bench.workspace / "notes.txt").read_text() == "two\n"
+
+    run(scenario())
+
+
+def test_a_prompt_sent_while_scrolled_up_brings_the_view_back_to_the_end(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use read_file on README.md")
+            await send(pilot, "use read_file on README.md")
+            conversation = app.chat.conversation
+            conversation.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            assert not conversation.following
+            await send(pilot, "hello")
+            assert conversation.following and conversation.scroll_y == conversation.max_scroll_y
+            assert _shown(app, conversation.blocks[-1].widget)
+
+    run(scenario())
+
+
 def _rendering(app) -> list[tuple[object, ...]]:
     """Where the conversation is scrolled, then each block's widget: class, texts and heights."""
     conversation = app.chat.conversation
