@@ -4,6 +4,7 @@ allow once / allow for this session / deny, by key or by mouse."""
 from __future__ import annotations
 
 import asyncio
+from time import monotonic
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -28,6 +29,13 @@ def diff_content(diff: str) -> Content:
     return Content("\n").join(lines)
 
 
+ANSWER_DELAY = 0.6
+"""Seconds after a prompt appears during which its keys answer nothing. It takes the focus from the
+composer, where the user may be typing the next prompt: the letters meant for it must not allow a
+command (`a` allows every later one). A click is deliberate and counts at once (browsers delay their
+permission buttons likewise)."""
+
+
 class ApprovalPrompt(Vertical, can_focus=True):
     DEFAULT_CSS = """
     ApprovalPrompt {
@@ -43,14 +51,15 @@ class ApprovalPrompt(Vertical, can_focus=True):
     }
     """
     BINDINGS = [
-        (keymap.ALLOW_ONCE, "answer('once')", N_("Allow once")),
-        (keymap.ALLOW_SESSION, "answer('session')", N_("Allow for this session")),
-        (keymap.DENY, "answer('deny')", N_("Deny")),
+        (keymap.ALLOW_ONCE, "key_answer('once')", N_("Allow once")),
+        (keymap.ALLOW_SESSION, "key_answer('session')", N_("Allow for this session")),
+        (keymap.DENY, "key_answer('deny')", N_("Deny")),
     ]
 
     def __init__(self, block: ApprovalBlock) -> None:
         super().__init__()
         self.block = block
+        self._shown_at = monotonic()
 
     def compose(self) -> ComposeResult:
         request = self.block.request
@@ -65,11 +74,18 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # Not scrolled to by the focus: that runs before the prompt's layout, scrolls the conversation
         # to where the prompt is not yet and releases its anchor. The chat shows it (`jump_to_end`).
         self.focus(scroll_visible=False)
+        self._shown_at = monotonic()
         self.app.bell()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_answer(event.button.id or DENY)
+
+    def action_key_answer(self, answer: str) -> None:
+        if monotonic() - self._shown_at < ANSWER_DELAY:
+            self.app.bell()  # typed before the prompt could be read
+            return
+        self.action_answer(answer)
 
     def action_answer(self, answer: str) -> None:
         self.block.answer(answer)

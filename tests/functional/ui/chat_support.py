@@ -17,6 +17,7 @@ from app.agent.runtime import catalog_from
 from app.config import Config, load_config
 from app.session.session import Session
 from app.ui.app import ChatOptions, ToolscopeApp
+from app.ui.widgets import approval
 from tests.functional.e2e.harness import KEY, KEY_ENV, RouteSpec, route_table
 
 SIZE = (100, 34)
@@ -79,6 +80,8 @@ def _toml(value: Any) -> str:
 
 def make_bench(tmp_path: Path, monkeypatch: Any) -> Bench:
     bench = Bench(tmp_path)
+    # The pilot answers a prompt as soon as it has the focus: no delay against keys typed ahead.
+    monkeypatch.setattr(approval, "ANSWER_DELAY", 0.0)
     monkeypatch.setenv("TOOLSCOPE_HOME", str(bench.home))
     monkeypatch.setenv(KEY_ENV, KEY)
     for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):

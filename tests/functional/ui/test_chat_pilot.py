@@ -16,6 +16,7 @@ from textual.widgets import Static
 from app.llm.projection import project_request
 from app.session.events import ToolRegistryUpdate
 from app.session.view import ContextItem
+from app.ui.widgets import approval
 from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.assistant_message import AssistantBlock
 from app.ui.widgets.context_node import ContextBlock, ContextNode
@@ -157,6 +158,28 @@ def test_a_command_waits_for_approval_and_runs_only_when_allowed(bench, key, sta
             if not ran:
                 assert call.result.error.code == "APPROVAL_DENIED"
         assert (bench.workspace / "made-by-tool").exists() == ran
+
+    run(scenario())
+
+
+def test_keys_typed_as_a_prompt_appears_do_not_answer_it_and_a_click_does(bench, monkeypatch) -> None:
+    """The prompt takes the focus from the composer: letters typed for the next prompt (`a` allows
+    every later command) answer nothing until it has been on screen for `ANSWER_DELAY`."""
+    monkeypatch.setattr(approval, "ANSWER_DELAY", 3600.0)
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use run_command on touch typed-ahead", wait=False)
+            await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+            for key in ("a", "y", "n"):
+                await pilot.press(key)
+            await pilot.pause(0.2)
+            prompt = app.chat.query_one(ApprovalPrompt)
+            assert not prompt.block.decision.done() and app.turn_running
+            await pilot.click("#once")
+            await until(pilot, lambda: not app.turn_running)
+        assert (bench.workspace / "typed-ahead").exists()
 
     run(scenario())
 
