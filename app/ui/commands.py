@@ -40,11 +40,15 @@ class _ActionCommand(Provider):
         yield DiscoveryHit(_(self.title), self._command(), help=_(self.help_text))
 
     async def search(self, query: str) -> Hits:
+        """Matched on the shown title and on the English one (as VS Code's palette does): a user of
+        the Chinese interface who types `export` finds 导出为 Markdown."""
         matcher = self.matcher(query)
         title = _(self.title)
-        score = matcher.match(title)
+        shown = matcher.match(title)
+        score = max(shown, matcher.match(self.title))
         if score > 0:
-            yield Hit(score, matcher.highlight(title), self._command(), text=title, help=_(self.help_text))
+            display = matcher.highlight(title) if shown else title
+            yield Hit(score, display, self._command(), text=title, help=_(self.help_text))
 
 
 class ToolsCommand(_ActionCommand):

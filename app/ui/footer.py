@@ -7,7 +7,9 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 from app import i18n
-from app.i18n import _
+from app.i18n import N_, _
+
+N_("palette")  # Textual's own label for the palette's key, translated with the others when shown
 
 
 class LocalizedFooter(Footer):

@@ -480,6 +480,19 @@ async def test_the_palette_lists_the_screen_commands_in_chinese(chinese: None) -
 
 
 @pytest.mark.anyio
+async def test_the_palette_finds_a_command_by_its_english_title_in_chinese(chinese: None) -> None:
+    """As VS Code's palette does: the English title is matched too; the shown one is translated."""
+    async with running(lambda: Screen()) as (app, pilot):
+        await pilot.press("ctrl+p")
+        await pilot.press(*"trajectory")
+        await wait_for(pilot, lambda: palette_hits(app) > 0)
+        option = app.screen.query_one(CommandList).get_option_at_index(0)
+        assert "轨迹" in str(option.prompt) and "Trajectory" not in str(option.prompt)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.actions == ["open_trajectory"])
+
+
+@pytest.mark.anyio
 async def test_text_from_mcp_servers_is_shown_literally_without_escape_sequences(tmp_path: Path) -> None:
     registry = make_registry(
         tmp_path,
