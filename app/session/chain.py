@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
-from app.session.events import Event, SessionHeader
 from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
 from app.session.reader import (
@@ -28,10 +28,13 @@ from app.session.reader import (
     ParentResolver,
     TornTail,
     decode_event_line,
-    parse_header_line,
     parse_line,
+    read_header_line,
 )
 from app.untrusted_json import loads
+
+if TYPE_CHECKING:  # a log is read through msgspec's Structs; the models are built when asked for
+    from app.session.events import Event, SessionHeader
 
 EVENT_CACHE_SIZE = 4096
 VALIDATION_BATCH = 4096  # lines validated between two progress reports
@@ -61,10 +64,11 @@ class Segment:
     """The lines of one file of the chain that the session sees: seqs `first_seq..first_seq+count-1`.
 
     `last_line` is a complete last event line that lacks its newline (not in the index); `limit`
-    the last seq a descendant inherits from this file (None for the session's own file).
+    the last seq a descendant inherits from this file (None for the session's own file). `header`
+    is msgspec's Struct of line 1 until `Chain.header` builds its model (the same fields).
     """
 
-    header: SessionHeader
+    header: SessionHeader | structs.SessionHeader
     index: LineIndex
     first_seq: int
     count: int
@@ -106,7 +110,10 @@ class Chain:
 
     @property
     def header(self) -> SessionHeader:
-        return self.own.header
+        """The session's header model, built from its Struct the first time it is asked for."""
+        own = self.own
+        header = own.header = structs.model_of(own.header)
+        return header  # type: ignore[no-any-return]
 
     @property
     def path(self) -> Path:
@@ -522,7 +529,7 @@ def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chai
     return Chain(segments, opened[-1][3])
 
 
-def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, TornTail | None]:
+def _open_file(path: Path) -> tuple[SessionHeader | structs.SessionHeader, LineIndex, bytes | None, TornTail | None]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -531,7 +538,7 @@ def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, Torn
         first_line = handle.readline()
         if not first_line:
             raise SessionCorruptionError(path, 1, _("missing session header: the file is empty"))
-        header = parse_header_line(path, first_line.rstrip(b"\n"))
+        header = read_header_line(path, first_line.rstrip(b"\n"))
         if not first_line.endswith(b"\n"):
             return header, LineIndex(path, len(first_line), 0, end=len(first_line)), None, None
         index, rest = open_index(path, handle, first_line.rstrip(b"\n"))
@@ -542,7 +549,7 @@ def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, Torn
     return header, index, None, TornTail(offset=index.end, data=rest)
 
 
-def _parent_path(path: Path, header: SessionHeader, resolve_parent: ParentResolver | None) -> Path:
+def _parent_path(path: Path, header: SessionHeader | structs.SessionHeader, resolve_parent: ParentResolver | None) -> Path:
     assert header.parent is not None
     parent_id = header.parent.id
     # The header's model admits only plain ids (`SESSION_ID_PATTERN`): never a path elsewhere.

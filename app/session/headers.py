@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.session.events import (
-    InstructionsUpdate,
-    RequestHeaderData,
-    ToolAddition,
-    ToolDefinition,
-    ToolRegistryUpdate,
-)
+if TYPE_CHECKING:  # the models are imported by the loop's checks below, not by a log's readers
+    from app.session.events import InstructionsUpdate, RequestHeaderData, ToolDefinition, ToolRegistryUpdate
 
 
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -87,6 +82,8 @@ def tool_registry_message(
     added, removed = name_diff(previous.tools, current.tools)
     if not added and not removed:
         return None
+    from app.session.events import ToolAddition, ToolRegistryUpdate
+
     return ToolRegistryUpdate(
         id=message_id,
         additions=tuple(ToolAddition(name=name, header_seq=current_seq) for name in added),
@@ -103,6 +100,8 @@ def instructions_message(
     """The `developer/message` for a changed system text after the first request, or None."""
     if previous is None or previous.system == current.system:
         return None
+    from app.session.events import InstructionsUpdate
+
     return InstructionsUpdate(id=message_id, text=current.system, header_seq=current_seq)
 
 

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from app.session.events import (
-    DeveloperMessage,
-    Envelope,
-    InstructionsUpdate,
-    RequestHeader,
-    RequestHeaderData,
-    ToolDefinition,
-)
 from app.session.headers import canonical_tool
+
+if TYPE_CHECKING:  # events are read by their `type` tag: the models are not imported to read a log
+    from app.session.events import DeveloperMessage, Envelope, RequestHeaderData, ToolDefinition
 
 HISTORY_EVENT_TYPES = frozenset({"request/header", "developer/message"})
 
@@ -106,7 +102,7 @@ class HistoryState:
         return cls(start_seq, header_seq, bool(started), tuple(updates))
 
 
-EventAt = Callable[[int], Envelope]
+EventAt = Callable[[int], "Envelope"]
 """The event of a seq, for a reducer that does not hold every header it has seen."""
 
 
@@ -160,18 +156,18 @@ class ToolHistoryReducer:
         reducer = cls(event_at)
         if state.start_seq is not None:
             start = event_at(state.start_seq)
-            assert isinstance(start, RequestHeader)
+            assert start.type == "request/header"
             reducer._start_over(state.start_seq, start.data)
             reducer._header_seq = state.start_seq
             reducer._current, reducer._current_system = start.data.tools, start.data.system
             reducer._header_started = False
             for seq in state.update_seqs:
                 message = event_at(seq)
-                assert isinstance(message, DeveloperMessage)
+                assert message.type == "developer/message"
                 reducer._developer(message)
         if state.header_seq is not None:
             current = event_at(state.header_seq)
-            assert isinstance(current, RequestHeader)
+            assert current.type == "request/header"
             reducer._current, reducer._current_system = current.data.tools, current.data.system
             reducer._header_seq = state.header_seq
         reducer._header_started = state.header_started
@@ -203,9 +199,10 @@ class ToolHistoryReducer:
         return self._last_seq
 
     def apply(self, event: Envelope) -> None:
-        if isinstance(event, RequestHeader):
+        kind = event.type
+        if kind == "request/header":
             self._header(event.seq, event.data)
-        elif isinstance(event, DeveloperMessage):
+        elif kind == "developer/message":
             self._developer(event)
         self.advance(event.seq)
 
@@ -283,7 +280,7 @@ class ToolHistoryReducer:
         if self._header_seq is None or self._header_started:
             # Belongs to a header that started or rebuilt the sequence: already in `initial`.
             return
-        if isinstance(message, InstructionsUpdate):
+        if message.source == "instructions":
             update = HistoryUpdate(message_id=message.id, seq=event.seq, text=message.text)
         else:
             additions = []
@@ -307,7 +304,7 @@ class ToolHistoryReducer:
         tools = self._headers.get(seq)
         if tools is None and self._event_at is not None:
             header = self._event_at(seq)
-            if isinstance(header, RequestHeader):
+            if header.type == "request/header":
                 tools = self._headers[seq] = {tool.name: tool for tool in header.data.tools}
         if tools is None:
             raise KeyError(seq)

@@ -21,20 +21,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate, repeat
-from typing import Generic, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
-from app.session.events import (
-    CompactionSummary,
-    DeveloperMessage,
-    Envelope,
-    RequestHeader,
-    RequestHeaderData,
-    SessionHeader,
-    TurnEnd,
-)
 from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
 from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
 from app.session.view import (
@@ -49,6 +40,9 @@ from app.session.view import (
     item_of,
     open_step_of,
 )
+
+if TYPE_CHECKING:  # events are read by their `type` tag: reading a log imports no models
+    from app.session.events import Envelope, RequestHeaderData, SessionHeader
 
 CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
@@ -117,16 +111,16 @@ class Cursor:
         header = None
         if header_seq is not None:
             event = chain.event(header_seq)
-            assert isinstance(event, RequestHeader)
+            assert event.type == "request/header"
             header = event.data
         reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
         return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
 
     def change(self, event: Envelope, chain: Chain) -> None:
         """Fold one of the events that change the state (header, developer message, summary)."""
-        if isinstance(event, RequestHeader):
+        if event.type == "request/header":
             self.header, self.header_seq = event.data, event.seq
-        elif isinstance(event, CompactionSummary):
+        elif event.type == "compaction/summary":
             kept = (*self.pinned, *_positions(chain.types, MESSAGE_CODES, self.window_start, event.seq))
             self.pinned = (event.seq, *(seq for seq in kept if seq > event.data.up_to_seq))
             self.window_start = event.seq + 1
@@ -409,7 +403,6 @@ class IndexedView:
     """
 
     def __init__(self, chain: Chain, every: int = CHECKPOINT_EVERY) -> None:
-        self.header: SessionHeader = chain.header
         self._chain = chain
         self._every = every
         # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used; the
@@ -483,6 +476,10 @@ class IndexedView:
     def open_step(self) -> Step | None:
         return open_step_of(self.open_turn)
 
+    @property
+    def header(self) -> SessionHeader:
+        return self._chain.header
+
     def apply(self, event: Envelope) -> None:
         """Follow an event just added to the chain (its seq is the chain's last)."""
         tail = self._tail_state
@@ -493,7 +490,7 @@ class IndexedView:
             self._unsaved = True
         if event.type in ("assistant/message", "agent/request-error"):
             tail.requests += 1
-        if isinstance(event, (RequestHeader, DeveloperMessage, CompactionSummary)):
+        if TYPE_CODES[event.type] in CHANGE_CODES:
             tail.change(event, self._chain)
         tail.seq = event.seq + 1
         tail.history.advance(event.seq)
@@ -558,8 +555,8 @@ class IndexedView:
         end = self._chain.types.find(_TURN_END, start, stop)
         if end < 0:
             return TurnBounds(start, None, None)
-        event = self._chain.event(end)
-        assert isinstance(event, TurnEnd)
+        (event,) = self._chain.decoded([end])  # its Struct: no model built for a reason
+        assert event.type == "turn/end"
         return TurnBounds(start, end, event.data.reason)
 
     def position(self, seq: int) -> tuple[int, int, int]:

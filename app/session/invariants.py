@@ -12,24 +12,26 @@ import hashlib
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.i18n import _
-from app.session.events import (
-    AssistantMessage,
-    DeveloperMessage,
-    Envelope,
-    Event,
-    RequestHeader,
-    StepEnd,
-    StepStart,
-    ToolCall,
-    ToolCallContent,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-)
 from app.session.index import TYPE_CODES, TYPE_NAMES
+
+if TYPE_CHECKING:  # events are read by their `type` tag, models and Structs alike: no pydantic import
+    from app.session.events import (
+        AssistantMessage,
+        DeveloperMessage,
+        Envelope,
+        Event,
+        RequestHeader,
+        StepEnd,
+        StepStart,
+        ToolCall,
+        ToolCallContent,
+        ToolResult,
+        TurnEnd,
+        TurnStart,
+    )
 
 # Events that happen inside a model step and carry its `turn` and `step`.
 STEP_EVENT_TYPES = frozenset(
@@ -58,7 +60,7 @@ class PendingCall:
 # A logged tool/call as (seq, turn, tool name).
 _SEQ, _TURN, _NAME = 0, 1, 2
 
-EventAt = Callable[[int], Event]
+EventAt = Callable[[int], "Event"]
 """The event of a seq (already validated), for a checker restored without the events before it."""
 
 
@@ -161,9 +163,9 @@ class RecordedIds:
 
 
 def _call_ids_of(event: Event) -> Iterable[str]:
-    if isinstance(event, AssistantMessage):
-        return [part.call_id for part in event.data.content if isinstance(part, ToolCallContent)]
-    if isinstance(event, (ToolCall, ToolResult)):
+    if event.type == "assistant/message":
+        return [part.call_id for part in event.data.content if part.type == "tool-call"]
+    if event.type in ("tool/call", "tool/result"):
         return (event.data.call_id,)
     return ()
 
@@ -264,7 +266,7 @@ class InvariantChecker:
         call = self._calls.get(call_id)
         if call is None and self._recorded is not None:
             event = self._recorded.find("calls", call_id)
-            if isinstance(event, ToolCall):
+            if event is not None and event.type == "tool/call":
                 call = (event.seq, event.data.turn, event.data.name)
         return call
 
@@ -276,7 +278,7 @@ class InvariantChecker:
         tools = self._header_tools.get(header_seq)
         if tools is None and self._event_at is not None and self._types[header_seq] == _HEADER_CODE:
             header = self._event_at(header_seq)
-            assert isinstance(header, RequestHeader)
+            assert header.type == "request/header"
             tools = self._header_tools[header_seq] = frozenset(tool.name for tool in header.data.tools)
         return tools
 

@@ -13,17 +13,20 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.i18n import _
 from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError
-from app.session.events import Event, SessionHeader, encode_event
 from app.session.history import ToolHistory
 from app.session.index import VALIDATED, save_index
 from app.session.indexed import IndexedView
 from app.session.view import SessionView
 from app.session.invariants import InvariantChecker
 from app.session.reader import ParentResolver, TornTail, parse_line
+
+if TYPE_CHECKING:  # reading a log imports no models (`app.session.structs`); the writer's events are
+    from app.session.events import Event, SessionHeader
 
 
 class Session:
@@ -42,7 +45,7 @@ class Session:
 
     @property
     def id(self) -> str:
-        return self.chain.header.id
+        return self.chain.own.header.id  # (the model need not be built for it)
 
     @property
     def header(self) -> SessionHeader:
@@ -173,6 +176,8 @@ class Session:
 
     def extend(self, events: tuple[Event, ...] | list[Event]) -> None:
         """Add events the writer has just appended (each written as exactly `encode_event(event)`)."""
+        from app.session.events import encode_event  # (the writer's events are models)
+
         self.load()
         for event in events:
             self._checker.feed(event)

@@ -11,39 +11,26 @@ import errno
 import fcntl
 import json
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any
-
-from pydantic import BaseModel
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
 
 from app.i18n import _
 from app.paths import ensure_private_dir, sessions_dir
 from app.session.errors import SessionInUseError, SessionLockedError, SessionNotFoundError
-from app.session.events import (
-    EVENT_TYPES,
-    FORMAT_VERSION,
-    SESSION_ID_PATTERN,
-    Event,
-    ParentRef,
-    SessionHeader,
-    StepData,
-    ToolCallData,
-    ToolError,
-    ToolResultData,
-    TurnEndData,
-    encode_event,
-    encode_header,
-)
-from app.session.ids import session_file
+from app.session.ids import FORMAT_VERSION, SESSION_ID_PATTERN, session_file
 from app.session.index import index_path
 from app.session.invariants import InvalidEventError, PendingCall
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
+
+if TYPE_CHECKING:  # opening a log imports no models: they come with the first event written
+    from pydantic import BaseModel
+
+    from app.session.events import Event, ParentRef, SessionHeader, ToolCallData, ToolResultData
 
 # A crash between these and the next commit point could lose a decision the log must keep: a
 # `tool/call` is committed before the tool runs, so repair can tell "not started" from "unknown".
@@ -104,7 +91,7 @@ class SessionStore:
         return _create(
             path.parent,
             parent.header.cwd if cwd is None else cwd,
-            ParentRef(id=parent.id, seq=fork_seq),
+            _events().ParentRef(id=parent.id, seq=fork_seq),
         )
 
     def open_writer(self, ref: str | Path) -> SessionWriter:
@@ -224,7 +211,7 @@ class SessionWriter:
         reason = self.session.invariants.check(event)
         if reason is not None:
             raise InvalidEventError(reason)
-        line = encode_event(event)
+        line = _events().encode_event(event)
         try:
             written = os.write(fd, line)
             if written != len(line):
@@ -283,12 +270,12 @@ class SessionWriter:
 
     def _build(self, type_: str, data: BaseModel | Mapping[str, Any]) -> Event:
         """Validate the event exactly as a reader will: through its encoded line."""
-        if type_ not in EVENT_TYPES:
+        if type_ not in _events().EVENT_TYPES:
             raise InvalidEventError(_("unknown event type {type!r}").format(type=type_))
         payload = (
-            data.model_dump(mode="json", by_alias=True, exclude_none=True)
-            if isinstance(data, BaseModel)
-            else dict(data)
+            dict(data)
+            if isinstance(data, Mapping)
+            else data.model_dump(mode="json", by_alias=True, exclude_none=True)
         )
         envelope = {"type": type_, "seq": self.next_seq, "time": time.time_ns() // 1_000_000, "data": payload}
         try:
@@ -323,6 +310,7 @@ class SessionWriter:
         turn, step = invariants.open_turn, invariants.open_step
         if turn is None:
             return ()
+        events = _events()
         repaired: list[Event] = []
         if step is not None:
             for call in invariants.pending_calls():
@@ -331,8 +319,8 @@ class SessionWriter:
                 else:
                     repaired.append(self.append("tool/call", _call_of(turn, step, call)))
                     repaired.append(self.append("tool/result", _not_started(turn, step, call)))
-            repaired.append(self.append("step/end", StepData(turn=turn, step=step)))
-        repaired.append(self.append("turn/end", TurnEndData(turn=turn, reason="interrupted")))
+            repaired.append(self.append("step/end", events.StepData(turn=turn, step=step)))
+        repaired.append(self.append("turn/end", events.TurnEndData(turn=turn, reason="interrupted")))
         return tuple(repaired)
 
 
@@ -341,6 +329,8 @@ class SessionWriter:
 
 def new_session_id() -> str:
     """`YYYYmmdd-HHMMSS-<6 hex>` in UTC: sorts by creation time, unique with O_EXCL."""
+    import secrets  # (with `hmac` and `hashlib`: not for opening a log)
+
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
@@ -353,17 +343,18 @@ def _create(directory: Path, cwd: Path | str, parent: ParentRef | None) -> Sessi
         except FileExistsError:
             continue
         break
+    events = _events()
     try:
         os.fchmod(fd, FILE_MODE)  # the umask may have taken bits away
         _lock(fd, path)
-        header = SessionHeader(
+        header = events.SessionHeader(
             version=FORMAT_VERSION,
             id=session_id,
             created_at=time.time_ns() // 1_000_000,
             cwd=str(cwd),
             parent=parent,
         )
-        os.write(fd, encode_header(header))
+        os.write(fd, events.encode_header(header))
         os.fsync(fd)
         _fsync_dir(directory)
     except BaseException:
@@ -437,23 +428,33 @@ def _make_private_dirs(directory: Path) -> Path:
     return ensure_private_dir(directory)
 
 
+def _events() -> ModuleType:
+    """The event models, imported by the first event built or written, not to open a log: a
+    resumed chat opens its writer before its first frame, which waits for no pydantic."""
+    from app.session import events
+
+    return events
+
+
 def _call_of(turn: int, step: int, call: PendingCall) -> ToolCallData:
-    return ToolCallData(turn=turn, step=step, call_id=call.call_id, name=call.name, arguments=call.arguments)
+    return _events().ToolCallData(turn=turn, step=step, call_id=call.call_id, name=call.name, arguments=call.arguments)
 
 
 # The texts below are log content the model reads on the next request, not interface text: they
 # stay in English whatever the interface language.
 def _not_started(turn: int, step: int, call: PendingCall) -> ToolResultData:
     message = "The session ended before this tool call was started; the tool did not run."
-    return ToolResultData(
-        turn=turn, step=step, call_id=call.call_id, name=call.name, content=message, is_error=True,
-        error=ToolError(code=TOOL_NOT_STARTED, message=message),
-    )
+    return _error_result(turn, step, call, message, TOOL_NOT_STARTED)
 
 
 def _unknown_outcome(turn: int, step: int, call: PendingCall) -> ToolResultData:
     message = "The session ended while this tool was running; its outcome is unknown."
-    return ToolResultData(
+    return _error_result(turn, step, call, message, TOOL_OUTCOME_UNKNOWN)
+
+
+def _error_result(turn: int, step: int, call: PendingCall, message: str, code: str) -> ToolResultData:
+    events = _events()
+    return events.ToolResultData(
         turn=turn, step=step, call_id=call.call_id, name=call.name, content=message, is_error=True,
-        error=ToolError(code=TOOL_OUTCOME_UNKNOWN, message=message),
+        error=events.ToolError(code=code, message=message),
     )

@@ -10,38 +10,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
 
 from app.session import structs
-from app.session.events import (
-    AssistantMessage,
-    CompactionSummary,
-    Content,
-    DeveloperMessage,
-    Envelope,
-    Failure,
-    InstructionsUpdate,
-    ReasoningContent,
-    RequestError,
-    RequestHeader,
-    RequestHeaderData,
-    Retry,
-    SessionHeader,
-    StepEnd,
-    StepStart,
-    TextContent,
-    ToolCall,
-    ToolCallContent,
-    ToolError,
-    ToolRegistryUpdate,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    Usage,
-    UserMessage,
-)
 from app.session.history import ToolHistory, ToolHistoryReducer
 from app.session.structs import model_of
+
+if TYPE_CHECKING:  # items are made from msgspec's Structs; a part's model is built when first read
+    from app.session.events import (
+        AssistantMessage,
+        CompactionSummary,
+        Content,
+        DeveloperMessage,
+        Envelope,
+        Failure,
+        InstructionsUpdate,
+        RequestError,
+        RequestHeader,
+        RequestHeaderData,
+        Retry,
+        SessionHeader,
+        StepEnd,
+        StepStart,
+        ToolCall,
+        ToolCallContent,
+        ToolError,
+        ToolRegistryUpdate,
+        ToolResult,
+        TurnEnd,
+        TurnStart,
+        Usage,
+        UserMessage,
+    )
 
 T = TypeVar("T")
 
@@ -69,15 +69,20 @@ class AssistantItem:
 
     @property
     def text(self) -> str:
-        return "".join(part.text for part in self.content if isinstance(part, TextContent))
+        return "".join(part.text for part in stored_part(self, "content") if part.type == "text")
 
     @property
     def reasoning(self) -> str:
-        return "".join(part.text for part in self.content if isinstance(part, ReasoningContent))
+        return "".join(part.text for part in stored_part(self, "content") if part.type == "reasoning")
 
     @property
     def tool_calls(self) -> tuple[ToolCallContent, ...]:
-        return tuple(part for part in self.content if isinstance(part, ToolCallContent))
+        return tuple(part for part in self.content if part.type == "tool-call")
+
+    @property
+    def call_parts(self) -> tuple[ToolCallContent | structs.ToolCallContent, ...]:
+        """`tool_calls` as stored (`stored_part`): for a reader of their fields, who needs no model."""
+        return tuple(part for part in stored_part(self, "content") if part.type == "tool-call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +118,7 @@ class ContextItem:
 
     @property
     def is_tool_change(self) -> bool:
-        return isinstance(self.message, ToolRegistryUpdate)
+        return stored_part(self, "message").source == "tool-registry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +180,14 @@ class _ModelPart:
 
     def __set__(self, instance: object, value: Any) -> None:
         self._slot.__set__(instance, value)
+
+
+def stored_part(item: object, name: str) -> Any:
+    """An item's part as stored: the msgspec Struct it was decoded as until its model is built
+    (`_ModelPart`), else the model. For a reader of its fields only (a widget drawing an item):
+    both have the same fields and values, and reading the Struct's imports no pydantic."""
+    part = type(item).__dict__[name]
+    return part._slot.__get__(item) if isinstance(part, _ModelPart) else getattr(item, name)
 
 
 def _parts_built_on_first_read(cls: type, *names: str) -> None:
@@ -419,7 +432,7 @@ class SessionView:
     def apply(self, event: Envelope) -> None:
         item = item_of(event)
         if item is None:
-            _BOUNDARIES[type(event)](self, event)
+            _BOUNDARIES[event.type](self, event)
         else:
             if isinstance(item, (AssistantItem, RequestErrorItem)):
                 self._request(item)
@@ -489,11 +502,11 @@ class SessionView:
             self.turns[-1].requests.append(request)
 
 
-_BOUNDARIES: dict[type, Callable[[SessionView, Envelope], None]] = {
-    TurnStart: SessionView._turn_start,  # type: ignore[dict-item]
-    TurnEnd: SessionView._turn_end,  # type: ignore[dict-item]
-    StepStart: SessionView._step_start,  # type: ignore[dict-item]
-    StepEnd: SessionView._step_end,  # type: ignore[dict-item]
+_BOUNDARIES: dict[str, Callable[[SessionView, Envelope], None]] = {
+    "turn/start": SessionView._turn_start,  # type: ignore[dict-item]
+    "turn/end": SessionView._turn_end,  # type: ignore[dict-item]
+    "step/start": SessionView._step_start,  # type: ignore[dict-item]
+    "step/end": SessionView._step_end,  # type: ignore[dict-item]
 }
 
 MESSAGE_ITEMS = (UserItem, AssistantItem, ToolResultItem, ContextItem)
@@ -507,7 +520,7 @@ def item_of(event: Envelope | structs.Envelope) -> Item | None:
     """The view item an event makes; None for the turn and step boundaries. The event may be the
     msgspec Struct of a line it validated (`Chain.decoded`): the item is the same, its parts built
     as the models."""
-    maker = _ITEM_MAKERS.get(type(event))
+    maker = _ITEM_MAKERS.get(event.type)
     return maker(event) if maker is not None else None
 
 
@@ -595,16 +608,14 @@ def open_step_of(turn: Turn | None) -> Step | None:
     return None
 
 
-_ITEM_MAKERS: dict[type, Callable[[Envelope], Item]] = {
-    UserMessage: _user,  # type: ignore[dict-item]
-    RequestHeader: _header,  # type: ignore[dict-item]
-    DeveloperMessage: _developer,  # type: ignore[dict-item]
-    AssistantMessage: _assistant,  # type: ignore[dict-item]
-    RequestError: _request_error,  # type: ignore[dict-item]
-    ToolCall: _tool_call,  # type: ignore[dict-item]
-    ToolResult: _tool_result,  # type: ignore[dict-item]
-    Retry: _retry,  # type: ignore[dict-item]
-    CompactionSummary: _compaction,  # type: ignore[dict-item]
+_ITEM_MAKERS: dict[str, Callable[[Envelope], Item]] = {  # by the `type` tag: a model's or a Struct's
+    "user/message": _user,  # type: ignore[dict-item]
+    "request/header": _header,  # type: ignore[dict-item]
+    "developer/message": _developer,  # type: ignore[dict-item]
+    "assistant/message": _assistant,  # type: ignore[dict-item]
+    "agent/request-error": _request_error,  # type: ignore[dict-item]
+    "tool/call": _tool_call,  # type: ignore[dict-item]
+    "tool/result": _tool_result,  # type: ignore[dict-item]
+    "llm/retry": _retry,  # type: ignore[dict-item]
+    "compaction/summary": _compaction,  # type: ignore[dict-item]
 }
-for _event_type, _make in list(_ITEM_MAKERS.items()):
-    _ITEM_MAKERS[getattr(structs, _event_type.__name__)] = _make

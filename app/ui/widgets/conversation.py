@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # The session models (pydantic) and the blocks' widgets are imported with the first item or
     # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
+    from app.session import structs
     from app.session.events import ToolCallContent
     from app.session.indexed import IndexedView, TurnBounds
     from app.session.view import Item
@@ -227,7 +228,7 @@ class Conversation(VerticalScroll, can_focus=False):
                 await live.finish(item)
                 if live.empty:
                     await self.remove_block(live)
-                for call in item.tool_calls:
+                for call in item.call_parts:
                     await self._append(self._call_block(call))
                 return
             if live is not None:
@@ -281,7 +282,6 @@ class Conversation(VerticalScroll, can_focus=False):
 
     def _blocks_of(self, entry: Entry, *, live: bool) -> list[Block]:
         """The new blocks one log entry adds (a tool call or result updates its call's block)."""
-        from app.session.events import ToolCallContent
         from app.session.view import (
             AssistantItem,
             ContextItem,
@@ -304,13 +304,15 @@ class Conversation(VerticalScroll, can_focus=False):
             return [UserBlock(entry)]
         if isinstance(entry, AssistantItem):
             reply = AssistantBlock(entry)
-            calls: list[Block] = [self._call_block(call) for call in entry.tool_calls]
+            calls: list[Block] = [self._call_block(call) for call in entry.call_parts]
             return calls if reply.empty else [reply, *calls]
         if isinstance(entry, (ToolCallItem, ToolResultItem)):
             new: list[Block] = []
             block = self._calls.get(entry.call_id)
             if block is None:
                 # A call the reply did not list (repair wrote it): shown where it was logged.
+                from app.session.events import ToolCallContent
+
                 arguments = entry.arguments if isinstance(entry, ToolCallItem) else ""
                 block = self._call_block(ToolCallContent(call_id=entry.call_id, name=entry.name, arguments=arguments))
                 new.append(block)
@@ -329,7 +331,7 @@ class Conversation(VerticalScroll, can_focus=False):
             return [CompactionBlock(entry)]
         return []  # a request header is not a node: the status line shows it
 
-    def _call_block(self, call: ToolCallContent) -> ToolCallBlock:
+    def _call_block(self, call: ToolCallContent | structs.ToolCallContent) -> ToolCallBlock:
         from app.ui.widgets.tool_call import ToolCallBlock
 
         block = ToolCallBlock(call)

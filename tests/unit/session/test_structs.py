@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from app.session.errors import SessionError
 from app.session.events import HEADER_ADAPTER, encode_event
 from app.session.reader import EventLineError, decode_event_line, parse_header_line
-from app.session.structs import decode_valid, event_model, header_model
+from app.session.structs import decode_header, decode_valid, event_model
 from app.session.view import (
     AssistantItem,
     ContextItem,
@@ -232,7 +232,7 @@ HEADERS = [
 @pytest.mark.parametrize("header", HEADERS)
 def test_a_valid_header_is_accepted_alike(header: dict[str, Any]) -> None:
     line = json.dumps(header).encode()
-    assert header_model(line) is not None
+    assert decode_header(line) is not None
     assert _header_accepted_alike(line)
 
 
@@ -247,7 +247,7 @@ def test_a_header_with_an_id_the_models_refuse_is_refused(session_id: str) -> No
             else:
                 obj["parent"] = {"id": session_id, "seq": 1}
             line = json.dumps(obj).encode()
-            assert header_model(line) is None, line
+            assert decode_header(line) is None, line
 
 
 @settings(max_examples=200, deadline=None)
