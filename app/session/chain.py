@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
 from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
+from app.session.models import events  # a log is read through Structs; models are built when asked
 from app.session.reader import (
     EventLineError,
     ParentResolver,
@@ -32,9 +32,6 @@ from app.session.reader import (
     read_header_line,
 )
 from app.untrusted_json import loads
-
-if TYPE_CHECKING:  # a log is read through msgspec's Structs; the models are built when asked for
-    from app.session.events import Event, SessionHeader
 
 EVENT_CACHE_SIZE = 4096
 VALIDATION_BATCH = 4096  # lines validated between two progress reports
@@ -68,7 +65,7 @@ class Segment:
     is msgspec's Struct of line 1 until `Chain.header` builds its model (the same fields).
     """
 
-    header: SessionHeader | structs.SessionHeader
+    header: events.SessionHeader | structs.SessionHeader
     index: LineIndex
     first_seq: int
     count: int
@@ -92,7 +89,7 @@ class Chain:
         self.segments = segments
         self.torn = torn
         self._starts = [segment.first_seq for segment in segments]
-        self._cache: OrderedDict[int, Event] = OrderedDict()
+        self._cache: OrderedDict[int, events.Event] = OrderedDict()
         own = segments[-1]
         if len(segments) == 1 and own.last_line is None:
             # The own index's codes are the session's: shared, so appends reach both.
@@ -109,7 +106,7 @@ class Chain:
         return self.segments[-1]
 
     @property
-    def header(self) -> SessionHeader:
+    def header(self) -> events.SessionHeader:
         """The session's header model, built from its Struct the first time it is asked for."""
         own = self.own
         header = own.header = structs.model_of(own.header)
@@ -189,7 +186,7 @@ class Chain:
             yield seq, segment, line, texts
             seq += take
 
-    def event(self, seq: int) -> Event:
+    def event(self, seq: int) -> events.Event:
         """The event `seq`, its line validated strictly (not against the cross-event rules)."""
         cached = self._cache.get(seq)
         if cached is not None:
@@ -197,9 +194,9 @@ class Chain:
             return cached
         return next(iter(self.events(seq, seq + 1)))
 
-    def events(self, start: int, stop: int) -> list[Event]:
+    def events(self, start: int, stop: int) -> list[events.Event]:
         """Events `start..stop-1`, parsed from one read per file."""
-        found: list[Event] = []
+        found: list[events.Event] = []
         missing_from = start
         while missing_from < stop and missing_from in self._cache:
             found.append(self.event(missing_from))
@@ -214,9 +211,9 @@ class Chain:
             found.append(event)
         return found
 
-    def select(self, seqs: list[int]) -> list[Event]:
+    def select(self, seqs: list[int]) -> list[events.Event]:
         """The events of `seqs` (in that order), each parsed alone; only their lines are read."""
-        found: dict[int, Event] = {}
+        found: dict[int, events.Event] = {}
         missing = []
         for seq in sorted(set(seqs)):
             event = self._cache.get(seq)
@@ -231,7 +228,7 @@ class Chain:
                 found[seq] = event
         return [found[seq] for seq in seqs]
 
-    def decoded(self, seqs: list[int]) -> list[Event | structs.Envelope]:
+    def decoded(self, seqs: list[int]) -> list[events.Event | structs.Envelope]:
         """The events of `seqs` (in that order) for reading only, the fast way: an event parsed
         before as it was, else the msgspec Struct of its line (validated in the pass that parses
         it; not kept), else — a line msgspec refuses — the pydantic event or the error naming the
@@ -241,7 +238,7 @@ class Chain:
         them included): a window's or a tail's lines cost msgspec's parse, not a Python step each.
         A run it cannot vouch for is read line by line as before."""
         cache = self._cache
-        read: dict[int, Event | structs.Envelope] = {}
+        read: dict[int, events.Event | structs.Envelope] = {}
         for run in self._picked_runs(sorted({seq for seq in seqs if seq not in cache})):
             events = run.decoded()
             if events is not None:
@@ -288,7 +285,7 @@ class Chain:
             position = run_end
 
     @staticmethod
-    def _decode(segment: Segment, number: int, line: bytes) -> Event:
+    def _decode(segment: Segment, number: int, line: bytes) -> events.Event:
         """The event of a line, validated strictly: the pydantic model built from msgspec's Struct
         when msgspec says yes; else the models' parse, which accepts the line or names its fault."""
         event = structs.event_model(line)
@@ -299,14 +296,14 @@ class Chain:
         except EventLineError as error:
             raise SessionCorruptionError(segment.path, number, error.reason) from None
 
-    def _remember(self, seq: int, event: Event) -> None:
+    def _remember(self, seq: int, event: events.Event) -> None:
         self._cache[seq] = event
         if len(self._cache) > EVENT_CACHE_SIZE:
             self._cache.popitem(last=False)
 
     # --- growth ----------------------------------------------------------------------------------
 
-    def add_line(self, offset: int, line: bytes, event: Event | None = None) -> None:
+    def add_line(self, offset: int, line: bytes, event: events.Event | None = None) -> None:
         """A line the writer (or a refresh) found appended to the own file at `offset`
         (`line` with its newline)."""
         own = self.own
@@ -420,7 +417,7 @@ class _Run:
                 raise self.chain._stale(segment)
             yield seq, segment, at + 2, text
 
-    def decoded(self) -> list[structs.Envelope | Event] | None:
+    def decoded(self) -> list[structs.Envelope | events.Event] | None:
         """The Structs of the wanted lines from one msgspec call over the run, when every line of it
         is one msgspec accepts and the index's type codes say what each is (so each starts with
         `{"type":"`, as `decode_valid` asks); None when it cannot vouch for them all (the lines are
@@ -444,7 +441,7 @@ class _Run:
             return None
         if bytes(map(_STRUCT_CODES.__getitem__, map(type, events))) != types[first : last + 1]:
             return None  # not the lines the index saw: read one by one, which says so
-        wanted: list[structs.Envelope | Event] = [events[seq - first_seq - first] for seq in self.seqs]
+        wanted: list[structs.Envelope | events.Event] = [events[seq - first_seq - first] for seq in self.seqs]
         # A wanted header nested deeper than the models parse is theirs to judge, alone; one not
         # wanted is not read (as line by line). Most headers over the bracket count are not deep but
         # long (a tool list): they spoil nothing else of the run.
@@ -477,7 +474,7 @@ _STRUCT_CODES = {struct: TYPE_CODES[struct.type] for struct in structs.EVENT_STR
 def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chain:
     """Open `path` and its ancestors (walked in a loop, not recursively), validating header lines
     and the fork points against each parent's line count."""
-    opened: list[tuple[SessionHeader, LineIndex, bytes | None, TornTail | None]] = []
+    opened: list[tuple[events.SessionHeader, LineIndex, bytes | None, TornTail | None]] = []
     visited: set[Path] = set()
     current = path
     while True:
@@ -529,7 +526,7 @@ def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chai
     return Chain(segments, opened[-1][3])
 
 
-def _open_file(path: Path) -> tuple[SessionHeader | structs.SessionHeader, LineIndex, bytes | None, TornTail | None]:
+def _open_file(path: Path) -> tuple[events.SessionHeader | structs.SessionHeader, LineIndex, bytes | None, TornTail | None]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -549,7 +546,7 @@ def _open_file(path: Path) -> tuple[SessionHeader | structs.SessionHeader, LineI
     return header, index, None, TornTail(offset=index.end, data=rest)
 
 
-def _parent_path(path: Path, header: SessionHeader | structs.SessionHeader, resolve_parent: ParentResolver | None) -> Path:
+def _parent_path(path: Path, header: events.SessionHeader | structs.SessionHeader, resolve_parent: ParentResolver | None) -> Path:
     assert header.parent is not None
     parent_id = header.parent.id
     # The header's model admits only plain ids (`SESSION_ID_PATTERN`): never a path elsewhere.

@@ -21,13 +21,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate, repeat
-from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
+from typing import Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
 from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
 from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
+from app.session.models import events  # imported when first used: events are read by their `type` tag
 from app.session.view import (
     FoldSeed,
     Item,
@@ -40,9 +41,6 @@ from app.session.view import (
     item_of,
     open_step_of,
 )
-
-if TYPE_CHECKING:  # events are read by their `type` tag: reading a log imports no models
-    from app.session.events import Envelope, RequestHeaderData, SessionHeader
 
 CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
@@ -84,7 +82,7 @@ class Cursor:
 
     seq: int
     requests: int
-    header: RequestHeaderData | None
+    header: events.RequestHeaderData | None
     header_seq: int | None
     history: ToolHistoryReducer
     pinned: tuple[int, ...]
@@ -116,7 +114,7 @@ class Cursor:
         reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
         return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
 
-    def change(self, event: Envelope, chain: Chain) -> None:
+    def change(self, event: events.Envelope, chain: Chain) -> None:
         """Fold one of the events that change the state (header, developer message, summary)."""
         if event.type == "request/header":
             self.header, self.header_seq = event.data, event.seq
@@ -453,7 +451,7 @@ class IndexedView:
         return SessionView.seeded(self.header, self._tail.seed(self._chain)).messages
 
     @property
-    def current_header(self) -> RequestHeaderData | None:
+    def current_header(self) -> events.RequestHeaderData | None:
         return self._tail.header
 
     @property
@@ -477,10 +475,10 @@ class IndexedView:
         return open_step_of(self.open_turn)
 
     @property
-    def header(self) -> SessionHeader:
+    def header(self) -> events.SessionHeader:
         return self._chain.header
 
-    def apply(self, event: Envelope) -> None:
+    def apply(self, event: events.Envelope) -> None:
         """Follow an event just added to the chain (its seq is the chain's last)."""
         tail = self._tail_state
         if tail is None:

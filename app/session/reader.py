@@ -17,13 +17,13 @@ from app.i18n import _
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
 from app.session.ids import FORMAT_VERSION
 from app.session.invariants import InvariantChecker
+from app.session.models import events  # imported by the first line msgspec refuses: the models judge it
 from app.untrusted_json import loads
 
-if TYPE_CHECKING:  # the models judge only the lines msgspec refuses (`app.session.structs`)
+if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from app.session import structs
-    from app.session.events import Event, SessionHeader
 
 # Every event line starts with exactly these bytes: `type` first, no whitespace. Fast readers
 # classify a line by what follows.
@@ -50,14 +50,14 @@ class EventLineError(Exception):
         self.unsupported = unsupported
 
 
-def parse_header_line(path: Path, line: bytes) -> SessionHeader:
+def parse_header_line(path: Path, line: bytes) -> events.SessionHeader:
     """The header of line 1 as its model; SessionCorruptionError (or UnsupportedFormatError) if invalid."""
     from app.session.structs import model_of  # (it reads this module)
 
     return model_of(read_header_line(path, line))  # type: ignore[no-any-return]
 
 
-def read_header_line(path: Path, line: bytes) -> SessionHeader | structs.SessionHeader:
+def read_header_line(path: Path, line: bytes) -> events.SessionHeader | structs.SessionHeader:
     """The header of line 1 as `parse_header_line` judges it, as msgspec's Struct when msgspec
     says yes (its model is built when first asked for: a resumed chat's first frame builds none)."""
     if not line.strip():
@@ -98,10 +98,8 @@ def read_header_line(path: Path, line: bytes) -> SessionHeader | structs.Session
         return header
     from pydantic import ValidationError
 
-    from app.session.events import HEADER_ADAPTER
-
     try:
-        return HEADER_ADAPTER.validate_json(line)
+        return events.HEADER_ADAPTER.validate_json(line)
     except ValidationError as error:
         raise SessionCorruptionError(
             path,
@@ -113,15 +111,13 @@ def read_header_line(path: Path, line: bytes) -> SessionHeader | structs.Session
 # --- event lines -----------------------------------------------------------------------------------
 
 
-def decode_event_line(line: bytes) -> Event:
+def decode_event_line(line: bytes) -> events.Event:
     """Validate one event line (without its newline) strictly; raise EventLineError if invalid."""
     from pydantic import ValidationError
 
-    from app.session.events import EVENT_ADAPTER
-
     if line.startswith(EVENT_LINE_PREFIX):
         try:
-            return EVENT_ADAPTER.validate_json(line)
+            return events.EVENT_ADAPTER.validate_json(line)
         except ValidationError as error:
             _diagnose(line, error)
     _diagnose(line, None)
@@ -147,9 +143,7 @@ def _diagnose(line: bytes, error: ValidationError | None) -> NoReturn:
         raise EventLineError(_('"type" must be a string'))
     if type_ == "session":
         raise EventLineError(_("a second session header: only line 1 may be a header"))
-    from app.session.events import EVENT_TYPES
-
-    if type_ not in EVENT_TYPES:
+    if type_ not in events.EVENT_TYPES:
         raise EventLineError(
             _("unknown event type {type!r}").format(type=type_), unsupported=True
         )
@@ -263,7 +257,7 @@ def _json_path(obj: Any, loc: tuple[Any, ...]) -> str:
 # --- checked lines ---------------------------------------------------------------------------------
 
 
-def parse_line(path: Path, number: int, line: bytes, checker: InvariantChecker) -> Event:
+def parse_line(path: Path, number: int, line: bytes, checker: InvariantChecker) -> events.Event:
     """One line → one event, checked and applied to `checker`; errors name `path:number`."""
     try:
         event = decode_event_line(line)

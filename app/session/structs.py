@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_
 import msgspec
 
 from app.session.ids import SESSION_ID_PATTERN
+from app.session.models import events  # imported by the first model built (`_Builders`), not by a read
 from app.session.reader import EVENT_LINE_PREFIX
 from app.untrusted_json import MAX_DEPTH
 
-if TYPE_CHECKING:  # the models are imported by the first one built (`_Builders`), not by a read
+if TYPE_CHECKING:
     from pydantic import BaseModel
-
-    from app.session import events
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -404,8 +403,6 @@ class _Builders(dict[type, Callable[[Any], "BaseModel"]]):
     def __missing__(self, struct: type) -> Callable[[Any], BaseModel]:
         if struct not in _MODELLED:
             raise KeyError(struct)
-        from app.session import events
-
         build = self[struct] = _builder(struct, getattr(events, struct.__name__))
         return build
 

@@ -10,38 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
+from typing import Any, TypeVar, Union, overload
 
 from app.session import structs
 from app.session.history import ToolHistory, ToolHistoryReducer
+from app.session.models import events  # imported when first used: items are made from Structs
 from app.session.structs import model_of
-
-if TYPE_CHECKING:  # items are made from msgspec's Structs; a part's model is built when first read
-    from app.session.events import (
-        AssistantMessage,
-        CompactionSummary,
-        Content,
-        DeveloperMessage,
-        Envelope,
-        Failure,
-        InstructionsUpdate,
-        RequestError,
-        RequestHeader,
-        RequestHeaderData,
-        Retry,
-        SessionHeader,
-        StepEnd,
-        StepStart,
-        ToolCall,
-        ToolCallContent,
-        ToolError,
-        ToolRegistryUpdate,
-        ToolResult,
-        TurnEnd,
-        TurnStart,
-        Usage,
-        UserMessage,
-    )
 
 T = TypeVar("T")
 
@@ -62,8 +36,8 @@ class AssistantItem:
     step: int
     route: str
     model: str
-    content: tuple[Content, ...]
-    usage: Usage | None
+    content: tuple[events.Content, ...]
+    usage: events.Usage | None
     finish: str
     interrupted: bool
 
@@ -76,11 +50,11 @@ class AssistantItem:
         return "".join(part.text for part in stored_part(self, "content") if part.type == "reasoning")
 
     @property
-    def tool_calls(self) -> tuple[ToolCallContent, ...]:
+    def tool_calls(self) -> tuple[events.ToolCallContent, ...]:
         return tuple(part for part in self.content if part.type == "tool-call")
 
     @property
-    def call_parts(self) -> tuple[ToolCallContent | structs.ToolCallContent, ...]:
+    def call_parts(self) -> tuple[events.ToolCallContent | structs.ToolCallContent, ...]:
         """`tool_calls` as stored (`stored_part`): for a reader of their fields, who needs no model."""
         return tuple(part for part in stored_part(self, "content") if part.type == "tool-call")
 
@@ -106,7 +80,7 @@ class ToolResultItem:
     name: str
     content: str
     is_error: bool
-    error: ToolError | None
+    error: events.ToolError | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +88,7 @@ class ContextItem:
     """A developer message: a tool-registry change or an instructions update."""
 
     seq: int
-    message: ToolRegistryUpdate | InstructionsUpdate
+    message: events.ToolRegistryUpdate | events.InstructionsUpdate
 
     @property
     def is_tool_change(self) -> bool:
@@ -124,7 +98,7 @@ class ContextItem:
 @dataclass(frozen=True, slots=True)
 class HeaderItem:
     seq: int
-    header: RequestHeaderData
+    header: events.RequestHeaderData
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +107,7 @@ class RequestErrorItem:
     turn: int
     step: int
     route: str
-    failure: Failure
+    failure: events.Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +118,7 @@ class RetryItem:
     retry: int
     max_retries: int
     delay_ms: int
-    failure: Failure
+    failure: events.Failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +271,7 @@ class ModelRequest:
     turn: int
     step: int
     route: str
-    header: RequestHeaderData | None
+    header: events.RequestHeaderData | None
     header_seq: int | None
     history: ToolHistory
     outcome: AssistantItem | RequestErrorItem
@@ -367,7 +341,7 @@ class FoldSeed:
 
     next_seq: int
     requests: int
-    header: RequestHeaderData | None
+    header: events.RequestHeaderData | None
     header_seq: int | None
     history: ToolHistoryReducer
     window: WindowBase | None
@@ -380,7 +354,7 @@ class SessionView:
     requests are numbered and windowed exactly as a fold from seq 0 would have made them.
     """
 
-    def __init__(self, header: SessionHeader) -> None:
+    def __init__(self, header: events.SessionHeader) -> None:
         self.header = header
         self.turns: list[Turn] = []
         self.requests: list[ModelRequest] = []
@@ -390,11 +364,11 @@ class SessionView:
         self._base: WindowBase | None = None
         self._messages: list[Message] = []
         self._history = ToolHistoryReducer()
-        self._header: RequestHeaderData | None = None
+        self._header: events.RequestHeaderData | None = None
         self._header_seq: int | None = None
 
     @classmethod
-    def seeded(cls, header: SessionHeader, seed: FoldSeed) -> SessionView:
+    def seeded(cls, header: events.SessionHeader, seed: FoldSeed) -> SessionView:
         view = cls(header)
         view.last_seq = seed.next_seq - 1
         view._request_count = seed.requests
@@ -410,7 +384,7 @@ class SessionView:
         return MessageWindow(self._messages, len(self._messages), self._base)
 
     @property
-    def current_header(self) -> RequestHeaderData | None:
+    def current_header(self) -> events.RequestHeaderData | None:
         return self._header
 
     @property
@@ -429,7 +403,7 @@ class SessionView:
     def open_step(self) -> Step | None:
         return open_step_of(self.open_turn)
 
-    def apply(self, event: Envelope) -> None:
+    def apply(self, event: events.Envelope) -> None:
         item = item_of(event)
         if item is None:
             _BOUNDARIES[event.type](self, event)
@@ -450,21 +424,21 @@ class SessionView:
 
     # --- boundaries ------------------------------------------------------------------------------
 
-    def _turn_start(self, event: TurnStart) -> None:
+    def _turn_start(self, event: events.TurnStart) -> None:
         self.turns.append(Turn(number=event.data.turn, seq=event.seq))
 
-    def _turn_end(self, event: TurnEnd) -> None:
+    def _turn_end(self, event: events.TurnEnd) -> None:
         turn = self.open_turn
         if turn is not None:
             turn.end_seq = event.seq
             turn.end_reason = event.data.reason
 
-    def _step_start(self, event: StepStart) -> None:
+    def _step_start(self, event: events.StepStart) -> None:
         turn = self.open_turn
         if turn is not None:
             turn.steps.append(Step(turn=event.data.turn, number=event.data.step, seq=event.seq))
 
-    def _step_end(self, event: StepEnd) -> None:
+    def _step_end(self, event: events.StepEnd) -> None:
         step = self.open_step
         if step is not None:
             step.end_seq = event.seq
@@ -502,7 +476,7 @@ class SessionView:
             self.turns[-1].requests.append(request)
 
 
-_BOUNDARIES: dict[str, Callable[[SessionView, Envelope], None]] = {
+_BOUNDARIES: dict[str, Callable[[SessionView, events.Envelope], None]] = {
     "turn/start": SessionView._turn_start,  # type: ignore[dict-item]
     "turn/end": SessionView._turn_end,  # type: ignore[dict-item]
     "step/start": SessionView._step_start,  # type: ignore[dict-item]
@@ -516,7 +490,7 @@ MESSAGE_ITEMS = (UserItem, AssistantItem, ToolResultItem, ContextItem)
 # --- items -----------------------------------------------------------------------------------------
 
 
-def item_of(event: Envelope | structs.Envelope) -> Item | None:
+def item_of(event: events.Envelope | structs.Envelope) -> Item | None:
     """The view item an event makes; None for the turn and step boundaries. The event may be the
     msgspec Struct of a line it validated (`Chain.decoded`): the item is the same, its parts built
     as the models."""
@@ -551,20 +525,20 @@ _new_tool_call, _new_tool_result = _constructor(ToolCallItem), _constructor(Tool
 _new_retry, _new_summary = _constructor(RetryItem), _constructor(SummaryItem)
 
 
-def _user(event: UserMessage) -> UserItem:
+def _user(event: events.UserMessage) -> UserItem:
     data = event.data
     return _new_user(event.seq, data.id, data.text)
 
 
-def _header(event: RequestHeader) -> HeaderItem:
+def _header(event: events.RequestHeader) -> HeaderItem:
     return _new_header(event.seq, event.data)
 
 
-def _developer(event: DeveloperMessage) -> ContextItem:
+def _developer(event: events.DeveloperMessage) -> ContextItem:
     return _new_context(event.seq, event.data)
 
 
-def _assistant(event: AssistantMessage) -> AssistantItem:
+def _assistant(event: events.AssistantMessage) -> AssistantItem:
     data = event.data
     return _new_assistant(
         event.seq, data.turn, data.step, data.route, data.model, data.content, data.usage, data.finish,
@@ -572,31 +546,31 @@ def _assistant(event: AssistantMessage) -> AssistantItem:
     )
 
 
-def _request_error(event: RequestError) -> RequestErrorItem:
+def _request_error(event: events.RequestError) -> RequestErrorItem:
     data = event.data
     return _new_request_error(event.seq, data.turn, data.step, data.route, data.failure)
 
 
-def _tool_call(event: ToolCall) -> ToolCallItem:
+def _tool_call(event: events.ToolCall) -> ToolCallItem:
     data = event.data
     return _new_tool_call(event.seq, data.turn, data.step, data.call_id, data.name, data.arguments)
 
 
-def _tool_result(event: ToolResult) -> ToolResultItem:
+def _tool_result(event: events.ToolResult) -> ToolResultItem:
     data = event.data
     return _new_tool_result(
         event.seq, data.turn, data.step, data.call_id, data.name, data.content, data.is_error, data.error
     )
 
 
-def _retry(event: Retry) -> RetryItem:
+def _retry(event: events.Retry) -> RetryItem:
     data = event.data
     return _new_retry(
         event.seq, data.turn, data.step, data.retry, data.max_retries, data.delay_ms, data.failure
     )
 
 
-def _compaction(event: CompactionSummary) -> SummaryItem:
+def _compaction(event: events.CompactionSummary) -> SummaryItem:
     data = event.data
     return _new_summary(event.seq, data.summary, data.up_to_seq, data.sequence)
 
@@ -608,7 +582,7 @@ def open_step_of(turn: Turn | None) -> Step | None:
     return None
 
 
-_ITEM_MAKERS: dict[str, Callable[[Envelope], Item]] = {  # by the `type` tag: a model's or a Struct's
+_ITEM_MAKERS: dict[str, Callable[[events.Envelope], Item]] = {  # by the `type` tag: a model's or a Struct's
     "user/message": _user,  # type: ignore[dict-item]
     "request/header": _header,  # type: ignore[dict-item]
     "developer/message": _developer,  # type: ignore[dict-item]
