@@ -240,9 +240,9 @@ class Chain:
         cache = self._cache
         read: dict[int, events.Event | structs.Envelope] = {}
         for run in self._picked_runs(sorted({seq for seq in seqs if seq not in cache})):
-            events = run.decoded()
-            if events is not None:
-                read.update(zip(run.seqs, events))
+            parsed = run.decoded()
+            if parsed is not None:
+                read.update(zip(run.seqs, parsed))
                 continue
             for seq, segment, number, line in run.lines():
                 read[seq] = structs.decode_valid(line) or self._decode(segment, number, line)
@@ -436,12 +436,12 @@ class _Run:
         count = last + 1 - first
         if not data.startswith(_EVENT_START) or data.count(_NEXT_EVENT_START) != count - 1:
             return None
-        events = structs.decode_run(data)
-        if events is None or len(events) != count:
+        parsed = structs.decode_run(data)
+        if parsed is None or len(parsed) != count:
             return None
-        if bytes(map(_STRUCT_CODES.__getitem__, map(type, events))) != types[first : last + 1]:
+        if bytes(map(_STRUCT_CODES.__getitem__, map(type, parsed))) != types[first : last + 1]:
             return None  # not the lines the index saw: read one by one, which says so
-        wanted: list[structs.Envelope | events.Event] = [events[seq - first_seq - first] for seq in self.seqs]
+        wanted: list[structs.Envelope | events.Event] = [parsed[seq - first_seq - first] for seq in self.seqs]
         # A wanted header nested deeper than the models parse is theirs to judge, alone; one not
         # wanted is not read (as line by line). Most headers over the bracket count are not deep but
         # long (a tool list): they spoil nothing else of the run.

@@ -542,8 +542,7 @@ class IndexedView:
         seqs = self._items.run(start, stop)
         self._run_seqs, self._run_positions = seqs, None
         with collector_paused():
-            events = self._chain.decoded(seqs)
-            return [item for item in map(item_of, events) if item is not None]
+            return [item for item in map(item_of, self._chain.decoded(seqs)) if item is not None]
 
     def turn_bounds(self, index: int) -> TurnBounds:
         """Where turn `index + 1` starts and ends and why, as its `Turn` says, without building it: no

@@ -170,10 +170,10 @@ class Session:
 
     # --- growth ----------------------------------------------------------------------------------
 
-    def extend(self, events: tuple[events.Event, ...] | list[events.Event]) -> None:
+    def extend(self, appended: tuple[events.Event, ...] | list[events.Event]) -> None:
         """Add events the writer has just appended (each written as exactly `encode_event(event)`)."""
         self.load()
-        for event in events:
+        for event in appended:
             self._checker.feed(event)
             self._add(self.chain.own.index.end, events.encode_event(event), event)
 
