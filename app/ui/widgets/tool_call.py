@@ -18,7 +18,6 @@ from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
     from app.session import structs
-    from app.session.events import ToolCallContent
     from app.session.view import ToolResultItem
 
 COLLAPSED_LINES = 6
@@ -88,8 +87,8 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
 
 
 class ToolCallBlock(Block):
-    def __init__(self, call: ToolCallContent | structs.ToolCallContent) -> None:
-        self.call = call  # its fields are read: a resumed log's is msgspec's Struct (no model built)
+    def __init__(self, call: structs.ToolCallContent) -> None:
+        self.call = call  # msgspec's Struct, live or resumed (`Conversation._call_block`)
         self.started = False
         self.result: ToolResultItem | None = None
         self.expanded = False
