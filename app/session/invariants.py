@@ -8,7 +8,6 @@ checker also knows what a crash left open (turn, step, tool calls), which the wr
 from __future__ import annotations
 
 import bisect
-import hashlib
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -50,6 +49,8 @@ EventAt = Callable[[int], "events.Event"]
 
 
 def _digest(call_id: str) -> int:
+    import hashlib  # (OpenSSL's set-up, when a call id is first checked: not for reading a log)
+
     return int.from_bytes(hashlib.blake2b(call_id.encode(), digest_size=8).digest(), "little")
 
 

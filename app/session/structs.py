@@ -11,8 +11,9 @@ gets the pydantic models, built from the Structs by `model_of` without validatin
 a header) built as the models the same way when first read.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: msgspec would evaluate every field's annotation from its
+# text when a class is made (a third of this module's import, which a resumed chat's first frame
+# waits for). Annotations that name the models are quoted (evaluating them would import pydantic).
 from collections.abc import Callable
 from itertools import product
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
@@ -311,7 +312,7 @@ def decode_run(lines: bytes) -> list[Envelope] | None:
 
 # --- the pydantic models, from Structs already validated -------------------------------------------
 
-def _builder(struct: type[msgspec.Struct], model: type[BaseModel]) -> Callable[[Any], BaseModel]:
+def _builder(struct: type[msgspec.Struct], model: type["BaseModel"]) -> Callable[[Any], "BaseModel"]:
     """Make `model` instances from `struct` ones the way pydantic's own validation leaves them: the
     same `__dict__` (in field order, which serialisation follows) without checking the values again.
 
@@ -400,7 +401,7 @@ class _Builders(dict[type, Callable[[Any], "BaseModel"]]):
     """Each Struct's builder, written out the first time it is needed: writing all of them cost
     about 12 ms of every start that reads a session (the chat's resume among them)."""
 
-    def __missing__(self, struct: type) -> Callable[[Any], BaseModel]:
+    def __missing__(self, struct: type) -> Callable[[Any], "BaseModel"]:
         if struct not in _MODELLED:
             raise KeyError(struct)
         build = self[struct] = _builder(struct, getattr(events, struct.__name__))
@@ -420,7 +421,7 @@ _MODELLED: frozenset[type] = frozenset((
 ))
 
 
-def event_model(line: bytes) -> events.Envelope | None:
+def event_model(line: bytes) -> "events.Envelope | None":
     """The pydantic event of a valid event line, built from its Struct without a second validation
     (`model_of`: the same values and field order as the models' own parse, at a fraction of its
     cost); None when msgspec does not say yes (the models then accept it or name the reason)."""

@@ -24,6 +24,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class UserItem:
+    """A `user/message` event: what the user typed."""
+
     seq: int
     id: str
     text: str
@@ -31,6 +33,9 @@ class UserItem:
 
 @dataclass(frozen=True, slots=True)
 class AssistantItem:
+    """An `assistant/message` event: a request's answer (its content and usage are built as the
+    models when first read, `_ModelPart`)."""
+
     seq: int
     turn: int
     step: int
@@ -73,6 +78,8 @@ class ToolCallItem:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultItem:
+    """A `tool/result` event: what the tool returned, or why it failed."""
+
     seq: int
     turn: int
     step: int
@@ -97,12 +104,16 @@ class ContextItem:
 
 @dataclass(frozen=True, slots=True)
 class HeaderItem:
+    """A `request/header` event: what the requests after it are sent with."""
+
     seq: int
     header: events.RequestHeaderData
 
 
 @dataclass(frozen=True, slots=True)
 class RequestErrorItem:
+    """An `agent/request-error` event: a request that failed."""
+
     seq: int
     turn: int
     step: int
@@ -112,6 +123,8 @@ class RequestErrorItem:
 
 @dataclass(frozen=True, slots=True)
 class RetryItem:
+    """An `llm/retry` event: a failed attempt, tried again after `delay_ms`."""
+
     seq: int
     turn: int
     step: int
@@ -123,6 +136,8 @@ class RetryItem:
 
 @dataclass(frozen=True, slots=True)
 class SummaryItem:
+    """A `compaction/summary` event: it stands for the messages up to `up_to_seq`."""
+
     seq: int
     summary: str
     up_to_seq: int
@@ -301,6 +316,8 @@ class ModelRequest:
 
 @dataclass(slots=True)
 class Step:
+    """A model step of a turn: its items and the requests made in it."""
+
     turn: int
     number: int
     seq: int
@@ -315,6 +332,8 @@ class Step:
 
 @dataclass(slots=True)
 class Turn:
+    """A turn: the user's message and the steps that answer it."""
+
     number: int
     seq: int
     items: list[Item] = field(default_factory=list)
@@ -498,31 +517,37 @@ def item_of(event: events.Envelope | structs.Envelope) -> Item | None:
     return maker(event) if maker is not None else None
 
 
-def _constructor(cls: type[T]) -> Callable[..., T]:
-    """`cls(*values)` for a frozen slots dataclass, its fields in order, without its `__init__`: that
-    sets each field through `object.__setattr__` by name (frozen), three times the cost of calling
-    the slots' own descriptors, as this does (items are made by the hundred for a window or a tail)."""
-    names = [field.name for field in fields(cls)]  # type: ignore[arg-type]
-    assert tuple(names) == cls.__slots__  # type: ignore[attr-defined]
-    slots = {name: cls.__dict__[name] for name in names}
-    setters = {  # a part built on first read is set through its own slot, as it is
-        f"set_{name}": (slot._slot if isinstance(slot, _ModelPart) else slot).__set__ for name, slot in slots.items()
-    }
-    source = "\n".join([
-        f"def make({', '.join(names)}):",
-        "    instance = new(cls)",
-        *(f"    set_{name}(instance, {name})" for name in names),
-        "    return instance",
-    ])
-    namespace = {"new": object.__new__, "cls": cls, **setters}
-    exec(source, namespace)  # noqa: S102 - source made above from the dataclass's own field names
-    return namespace["make"]  # type: ignore[no-any-return]
+def _constructors(*classes: type) -> list[Callable[..., Any]]:
+    """`cls(*values)` for each frozen slots dataclass, its fields in order, without its `__init__`:
+    that sets each field through `object.__setattr__` by name (frozen), three times the cost of
+    calling the slots' own descriptors, as these do (items are made by the hundred for a window or
+    a tail). One source for all, compiled once: a resumed chat's first frame waits for this module."""
+    namespace: dict[str, Any] = {"new": object.__new__}
+    source = []
+    for number, cls in enumerate(classes):
+        names = [field.name for field in fields(cls)]
+        assert tuple(names) == cls.__slots__  # type: ignore[attr-defined]
+        namespace[f"cls{number}"] = cls
+        for name in names:  # a part built on first read is set through its own slot, as it is
+            slot = cls.__dict__[name]
+            namespace[f"set{number}_{name}"] = (slot._slot if isinstance(slot, _ModelPart) else slot).__set__
+        source += [
+            f"def make{number}({', '.join(names)}):",
+            f"    instance = new(cls{number})",
+            *(f"    set{number}_{name}(instance, {name})" for name in names),
+            "    return instance",
+        ]
+    exec("\n".join(source), namespace)  # noqa: S102 - source made above from the dataclasses' own field names
+    return [namespace[f"make{number}"] for number in range(len(classes))]
 
 
-_new_user, _new_header, _new_context = _constructor(UserItem), _constructor(HeaderItem), _constructor(ContextItem)
-_new_assistant, _new_request_error = _constructor(AssistantItem), _constructor(RequestErrorItem)
-_new_tool_call, _new_tool_result = _constructor(ToolCallItem), _constructor(ToolResultItem)
-_new_retry, _new_summary = _constructor(RetryItem), _constructor(SummaryItem)
+(
+    _new_user, _new_header, _new_context, _new_assistant, _new_request_error, _new_tool_call, _new_tool_result,
+    _new_retry, _new_summary,
+) = _constructors(
+    UserItem, HeaderItem, ContextItem, AssistantItem, RequestErrorItem, ToolCallItem, ToolResultItem, RetryItem,
+    SummaryItem,
+)  # fmt: skip
 
 
 def _user(event: events.UserMessage) -> UserItem:
