@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar, Union, overload
+from typing import Any, Union, overload
 
 from app.session import structs
 from app.session.history import ToolHistory, ToolHistoryReducer
 from app.session.models import events  # imported when first used: items are made from Structs
 from app.session.structs import model_of
-
-T = TypeVar("T")
 
 # --- items ---------------------------------------------------------------------------------------
 
