@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.i18n import _, ngettext
-from app.session.events import ToolRegistryUpdate
+
+if TYPE_CHECKING:
+    from app.session import structs
+    from app.session.events import ToolRegistryUpdate
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +40,7 @@ class ToolChangeNotice:
 
 
 def tool_change_notice(
-    update: ToolRegistryUpdate, quote: Callable[[str], str] = str
+    update: ToolRegistryUpdate | structs.ToolRegistryUpdate, quote: Callable[[str], str] = str
 ) -> ToolChangeNotice:
     """`quote` formats a tool name inside the summary: an export puts it in a code span."""
     added = tuple(addition.name for addition in update.additions)

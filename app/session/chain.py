@@ -20,16 +20,16 @@ from pathlib import Path
 from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
-from app.session.events import Event, SessionHeader
 from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
+from app.session.models import events  # a log is read through Structs; models are built when asked
 from app.session.reader import (
     EventLineError,
     ParentResolver,
     TornTail,
     decode_event_line,
-    parse_header_line,
     parse_line,
+    read_header_line,
 )
 from app.untrusted_json import loads
 
@@ -61,10 +61,11 @@ class Segment:
     """The lines of one file of the chain that the session sees: seqs `first_seq..first_seq+count-1`.
 
     `last_line` is a complete last event line that lacks its newline (not in the index); `limit`
-    the last seq a descendant inherits from this file (None for the session's own file).
+    the last seq a descendant inherits from this file (None for the session's own file). `header`
+    is msgspec's Struct of line 1 until `Chain.header` builds its model (the same fields).
     """
 
-    header: SessionHeader
+    header: events.SessionHeader | structs.SessionHeader
     index: LineIndex
     first_seq: int
     count: int
@@ -88,7 +89,7 @@ class Chain:
         self.segments = segments
         self.torn = torn
         self._starts = [segment.first_seq for segment in segments]
-        self._cache: OrderedDict[int, Event] = OrderedDict()
+        self._cache: OrderedDict[int, events.Event] = OrderedDict()
         own = segments[-1]
         if len(segments) == 1 and own.last_line is None:
             # The own index's codes are the session's: shared, so appends reach both.
@@ -105,8 +106,11 @@ class Chain:
         return self.segments[-1]
 
     @property
-    def header(self) -> SessionHeader:
-        return self.own.header
+    def header(self) -> events.SessionHeader:
+        """The session's header model, built from its Struct the first time it is asked for."""
+        own = self.own
+        header = own.header = structs.model_of(own.header)
+        return header  # type: ignore[no-any-return]
 
     @property
     def path(self) -> Path:
@@ -182,7 +186,7 @@ class Chain:
             yield seq, segment, line, texts
             seq += take
 
-    def event(self, seq: int) -> Event:
+    def event(self, seq: int) -> events.Event:
         """The event `seq`, its line validated strictly (not against the cross-event rules)."""
         cached = self._cache.get(seq)
         if cached is not None:
@@ -190,9 +194,9 @@ class Chain:
             return cached
         return next(iter(self.events(seq, seq + 1)))
 
-    def events(self, start: int, stop: int) -> list[Event]:
+    def events(self, start: int, stop: int) -> list[events.Event]:
         """Events `start..stop-1`, parsed from one read per file."""
-        found: list[Event] = []
+        found: list[events.Event] = []
         missing_from = start
         while missing_from < stop and missing_from in self._cache:
             found.append(self.event(missing_from))
@@ -207,9 +211,9 @@ class Chain:
             found.append(event)
         return found
 
-    def select(self, seqs: list[int]) -> list[Event]:
+    def select(self, seqs: list[int]) -> list[events.Event]:
         """The events of `seqs` (in that order), each parsed alone; only their lines are read."""
-        found: dict[int, Event] = {}
+        found: dict[int, events.Event] = {}
         missing = []
         for seq in sorted(set(seqs)):
             event = self._cache.get(seq)
@@ -224,7 +228,7 @@ class Chain:
                 found[seq] = event
         return [found[seq] for seq in seqs]
 
-    def decoded(self, seqs: list[int]) -> list[Event | structs.Envelope]:
+    def decoded(self, seqs: list[int]) -> list[events.Event | structs.Envelope]:
         """The events of `seqs` (in that order) for reading only, the fast way: an event parsed
         before as it was, else the msgspec Struct of its line (validated in the pass that parses
         it; not kept), else — a line msgspec refuses — the pydantic event or the error naming the
@@ -234,11 +238,11 @@ class Chain:
         them included): a window's or a tail's lines cost msgspec's parse, not a Python step each.
         A run it cannot vouch for is read line by line as before."""
         cache = self._cache
-        read: dict[int, Event | structs.Envelope] = {}
+        read: dict[int, events.Event | structs.Envelope] = {}
         for run in self._picked_runs(sorted({seq for seq in seqs if seq not in cache})):
-            events = run.decoded()
-            if events is not None:
-                read.update(zip(run.seqs, events))
+            parsed = run.decoded()
+            if parsed is not None:
+                read.update(zip(run.seqs, parsed))
                 continue
             for seq, segment, number, line in run.lines():
                 read[seq] = structs.decode_valid(line) or self._decode(segment, number, line)
@@ -281,7 +285,7 @@ class Chain:
             position = run_end
 
     @staticmethod
-    def _decode(segment: Segment, number: int, line: bytes) -> Event:
+    def _decode(segment: Segment, number: int, line: bytes) -> events.Event:
         """The event of a line, validated strictly: the pydantic model built from msgspec's Struct
         when msgspec says yes; else the models' parse, which accepts the line or names its fault."""
         event = structs.event_model(line)
@@ -292,14 +296,14 @@ class Chain:
         except EventLineError as error:
             raise SessionCorruptionError(segment.path, number, error.reason) from None
 
-    def _remember(self, seq: int, event: Event) -> None:
+    def _remember(self, seq: int, event: events.Event) -> None:
         self._cache[seq] = event
         if len(self._cache) > EVENT_CACHE_SIZE:
             self._cache.popitem(last=False)
 
     # --- growth ----------------------------------------------------------------------------------
 
-    def add_line(self, offset: int, line: bytes, event: Event | None = None) -> None:
+    def add_line(self, offset: int, line: bytes, event: events.Event | None = None) -> None:
         """A line the writer (or a refresh) found appended to the own file at `offset`
         (`line` with its newline)."""
         own = self.own
@@ -413,7 +417,7 @@ class _Run:
                 raise self.chain._stale(segment)
             yield seq, segment, at + 2, text
 
-    def decoded(self) -> list[structs.Envelope | Event] | None:
+    def decoded(self) -> list[structs.Envelope | events.Event] | None:
         """The Structs of the wanted lines from one msgspec call over the run, when every line of it
         is one msgspec accepts and the index's type codes say what each is (so each starts with
         `{"type":"`, as `decode_valid` asks); None when it cannot vouch for them all (the lines are
@@ -432,12 +436,12 @@ class _Run:
         count = last + 1 - first
         if not data.startswith(_EVENT_START) or data.count(_NEXT_EVENT_START) != count - 1:
             return None
-        events = structs.decode_run(data)
-        if events is None or len(events) != count:
+        parsed = structs.decode_run(data)
+        if parsed is None or len(parsed) != count:
             return None
-        if bytes(map(_STRUCT_CODES.__getitem__, map(type, events))) != types[first : last + 1]:
+        if bytes(map(_STRUCT_CODES.__getitem__, map(type, parsed))) != types[first : last + 1]:
             return None  # not the lines the index saw: read one by one, which says so
-        wanted: list[structs.Envelope | Event] = [events[seq - first_seq - first] for seq in self.seqs]
+        wanted: list[structs.Envelope | events.Event] = [parsed[seq - first_seq - first] for seq in self.seqs]
         # A wanted header nested deeper than the models parse is theirs to judge, alone; one not
         # wanted is not read (as line by line). Most headers over the bracket count are not deep but
         # long (a tool list): they spoil nothing else of the run.
@@ -470,7 +474,7 @@ _STRUCT_CODES = {struct: TYPE_CODES[struct.type] for struct in structs.EVENT_STR
 def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chain:
     """Open `path` and its ancestors (walked in a loop, not recursively), validating header lines
     and the fork points against each parent's line count."""
-    opened: list[tuple[SessionHeader, LineIndex, bytes | None, TornTail | None]] = []
+    opened: list[tuple[events.SessionHeader, LineIndex, bytes | None, TornTail | None]] = []
     visited: set[Path] = set()
     current = path
     while True:
@@ -522,7 +526,7 @@ def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chai
     return Chain(segments, opened[-1][3])
 
 
-def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, TornTail | None]:
+def _open_file(path: Path) -> tuple[events.SessionHeader | structs.SessionHeader, LineIndex, bytes | None, TornTail | None]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -531,7 +535,7 @@ def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, Torn
         first_line = handle.readline()
         if not first_line:
             raise SessionCorruptionError(path, 1, _("missing session header: the file is empty"))
-        header = parse_header_line(path, first_line.rstrip(b"\n"))
+        header = read_header_line(path, first_line.rstrip(b"\n"))
         if not first_line.endswith(b"\n"):
             return header, LineIndex(path, len(first_line), 0, end=len(first_line)), None, None
         index, rest = open_index(path, handle, first_line.rstrip(b"\n"))
@@ -542,7 +546,7 @@ def _open_file(path: Path) -> tuple[SessionHeader, LineIndex, bytes | None, Torn
     return header, index, None, TornTail(offset=index.end, data=rest)
 
 
-def _parent_path(path: Path, header: SessionHeader, resolve_parent: ParentResolver | None) -> Path:
+def _parent_path(path: Path, header: events.SessionHeader | structs.SessionHeader, resolve_parent: ParentResolver | None) -> Path:
     assert header.parent is not None
     parent_id = header.parent.id
     # The header's model admits only plain ids (`SESSION_ID_PATTERN`): never a path elsewhere.

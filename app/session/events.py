@@ -11,9 +11,8 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from app.session.ids import FORMAT_VERSION as FORMAT_VERSION  # re-exported: the format's version
 from app.session.ids import SESSION_ID_PATTERN
-
-FORMAT_VERSION = 1
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 SessionId = Annotated[str, Field(pattern=f"^{SESSION_ID_PATTERN.pattern}$")]

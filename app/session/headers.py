@@ -10,14 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from app.session.events import (
-    InstructionsUpdate,
-    RequestHeaderData,
-    ToolAddition,
-    ToolDefinition,
-    ToolRegistryUpdate,
-)
-
+from app.session.models import events  # imported by the loop's calls below, not by a log's readers
 
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -27,15 +20,15 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL_ENCODER.encode(value)
 
 
-def canonical_tool(tool: ToolDefinition) -> str:
+def canonical_tool(tool: events.ToolDefinition) -> str:
     return canonical_json(tool.to_json())
 
 
-def same_definition(a: ToolDefinition, b: ToolDefinition) -> bool:
+def same_definition(a: events.ToolDefinition, b: events.ToolDefinition) -> bool:
     return a is b or canonical_tool(a) == canonical_tool(b)
 
 
-def canonical_header(header: RequestHeaderData) -> str:
+def canonical_header(header: events.RequestHeaderData) -> str:
     """The parts that decide header equality: route, model, config, system text, tools in order.
 
     `reason` and `sequence` are bookkeeping, not content; a new sequence is forced separately.
@@ -51,11 +44,11 @@ def canonical_header(header: RequestHeaderData) -> str:
     )
 
 
-def headers_equal(a: RequestHeaderData, b: RequestHeaderData) -> bool:
+def headers_equal(a: events.RequestHeaderData, b: events.RequestHeaderData) -> bool:
     return canonical_header(a) == canonical_header(b)
 
 
-def needs_new_header(previous: RequestHeaderData | None, candidate: RequestHeaderData) -> bool:
+def needs_new_header(previous: events.RequestHeaderData | None, candidate: events.RequestHeaderData) -> bool:
     """Append `candidate` only if there is no header yet, the sequence moved, or the content changed."""
     if previous is None:
         return True
@@ -63,7 +56,7 @@ def needs_new_header(previous: RequestHeaderData | None, candidate: RequestHeade
 
 
 def name_diff(
-    previous: Iterable[ToolDefinition], current: Iterable[ToolDefinition]
+    previous: Iterable[events.ToolDefinition], current: Iterable[events.ToolDefinition]
 ) -> tuple[list[str], list[str]]:
     """(added names in `current` order, removed names in `previous` order)."""
     before = [tool.name for tool in previous]
@@ -73,11 +66,11 @@ def name_diff(
 
 
 def tool_registry_message(
-    previous: RequestHeaderData | None,
-    current: RequestHeaderData,
+    previous: events.RequestHeaderData | None,
+    current: events.RequestHeaderData,
     current_seq: int,
     message_id: str,
-) -> ToolRegistryUpdate | None:
+) -> events.ToolRegistryUpdate | None:
     """The one `developer/message` for a change of tool names, or None (first header, or same names).
 
     Same names with changed definitions give no message: the header alone records that.
@@ -87,24 +80,24 @@ def tool_registry_message(
     added, removed = name_diff(previous.tools, current.tools)
     if not added and not removed:
         return None
-    return ToolRegistryUpdate(
+    return events.ToolRegistryUpdate(
         id=message_id,
-        additions=tuple(ToolAddition(name=name, header_seq=current_seq) for name in added),
+        additions=tuple(events.ToolAddition(name=name, header_seq=current_seq) for name in added),
         removals=tuple(removed),
     )
 
 
 def instructions_message(
-    previous: RequestHeaderData | None,
-    current: RequestHeaderData,
+    previous: events.RequestHeaderData | None,
+    current: events.RequestHeaderData,
     current_seq: int,
     message_id: str,
-) -> InstructionsUpdate | None:
+) -> events.InstructionsUpdate | None:
     """The `developer/message` for a changed system text after the first request, or None."""
     if previous is None or previous.system == current.system:
         return None
-    return InstructionsUpdate(id=message_id, text=current.system, header_seq=current_seq)
+    return events.InstructionsUpdate(id=message_id, text=current.system, header_seq=current_seq)
 
 
-def tools_by_name(tools: Sequence[ToolDefinition]) -> dict[str, ToolDefinition]:
+def tools_by_name(tools: Sequence[events.ToolDefinition]) -> dict[str, events.ToolDefinition]:
     return {tool.name: tool for tool in tools}

@@ -10,15 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from app.session.events import (
-    DeveloperMessage,
-    Envelope,
-    InstructionsUpdate,
-    RequestHeader,
-    RequestHeaderData,
-    ToolDefinition,
-)
 from app.session.headers import canonical_tool
+from app.session.models import events  # imported when first used: events are read by their tag
 
 HISTORY_EVENT_TYPES = frozenset({"request/header", "developer/message"})
 
@@ -32,7 +25,7 @@ class HistoryUpdate:
 
     message_id: str
     seq: int
-    additions: tuple[ToolDefinition, ...] = ()
+    additions: tuple[events.ToolDefinition, ...] = ()
     removals: tuple[str, ...] = ()
     text: str | None = None
 
@@ -52,11 +45,11 @@ class ToolHistory:
     """
 
     sequence: int
-    initial: tuple[ToolDefinition, ...]
+    initial: tuple[events.ToolDefinition, ...]
     system: str
     updates: tuple[HistoryUpdate, ...]
-    declared: tuple[ToolDefinition, ...]
-    current: tuple[ToolDefinition, ...]
+    declared: tuple[events.ToolDefinition, ...]
+    current: tuple[events.ToolDefinition, ...]
     current_system: str
     header_seq: int | None
     start_seq: int | None
@@ -106,7 +99,7 @@ class HistoryState:
         return cls(start_seq, header_seq, bool(started), tuple(updates))
 
 
-EventAt = Callable[[int], Envelope]
+EventAt = Callable[[int], "events.Envelope"]
 """The event of a seq, for a reducer that does not hold every header it has seen."""
 
 
@@ -136,22 +129,22 @@ class ToolHistoryReducer:
 
     def __init__(self, event_at: EventAt | None = None) -> None:
         self._sequence = 0
-        self._initial: tuple[ToolDefinition, ...] = ()
+        self._initial: tuple[events.ToolDefinition, ...] = ()
         self._system = ""
-        self._declared: dict[str, ToolDefinition] = {}
+        self._declared: dict[str, events.ToolDefinition] = {}
         self._declared_json: dict[str, str] = {}
         self._updates: list[HistoryUpdate] = []
-        self._current: tuple[ToolDefinition, ...] = ()
+        self._current: tuple[events.ToolDefinition, ...] = ()
         self._current_system = ""
         self._header_seq: int | None = None
         self._start_seq: int | None = None
         self._header_started = False
-        self._headers: dict[int, dict[str, ToolDefinition]] = {}
+        self._headers: dict[int, dict[str, events.ToolDefinition]] = {}
         self._event_at = event_at
         self._last_seq = -1
         self._cached: ToolHistory | None = EMPTY_HISTORY
         self._updates_tuple: tuple[HistoryUpdate, ...] = ()
-        self._declared_tuple: tuple[ToolDefinition, ...] | None = ()
+        self._declared_tuple: tuple[events.ToolDefinition, ...] | None = ()
 
     @classmethod
     def restore(cls, state: HistoryState, last_seq: int, event_at: EventAt) -> ToolHistoryReducer:
@@ -160,18 +153,18 @@ class ToolHistoryReducer:
         reducer = cls(event_at)
         if state.start_seq is not None:
             start = event_at(state.start_seq)
-            assert isinstance(start, RequestHeader)
+            assert start.type == "request/header"
             reducer._start_over(state.start_seq, start.data)
             reducer._header_seq = state.start_seq
             reducer._current, reducer._current_system = start.data.tools, start.data.system
             reducer._header_started = False
             for seq in state.update_seqs:
                 message = event_at(seq)
-                assert isinstance(message, DeveloperMessage)
+                assert message.type == "developer/message"
                 reducer._developer(message)
         if state.header_seq is not None:
             current = event_at(state.header_seq)
-            assert isinstance(current, RequestHeader)
+            assert current.type == "request/header"
             reducer._current, reducer._current_system = current.data.tools, current.data.system
             reducer._header_seq = state.header_seq
         reducer._header_started = state.header_started
@@ -202,10 +195,11 @@ class ToolHistoryReducer:
     def last_seq(self) -> int:
         return self._last_seq
 
-    def apply(self, event: Envelope) -> None:
-        if isinstance(event, RequestHeader):
+    def apply(self, event: events.Envelope) -> None:
+        kind = event.type
+        if kind == "request/header":
             self._header(event.seq, event.data)
-        elif isinstance(event, DeveloperMessage):
+        elif kind == "developer/message":
             self._developer(event)
         self.advance(event.seq)
 
@@ -236,7 +230,7 @@ class ToolHistoryReducer:
 
     # --- the rules ---------------------------------------------------------------------------------
 
-    def _header(self, seq: int, header: RequestHeaderData) -> None:
+    def _header(self, seq: int, header: events.RequestHeaderData) -> None:
         self._headers[seq] = {tool.name: tool for tool in header.tools}
         if (
             self._header_seq is None
@@ -251,14 +245,14 @@ class ToolHistoryReducer:
         self._header_seq = seq
         self._cached = None
 
-    def _redefines_declared(self, tools: tuple[ToolDefinition, ...]) -> bool:
+    def _redefines_declared(self, tools: tuple[events.ToolDefinition, ...]) -> bool:
         for tool in tools:
             known = self._declared.get(tool.name)
             if known is not None and known is not tool and self._declared_canonical(known) != canonical_tool(tool):
                 return True
         return False
 
-    def _declared_canonical(self, tool: ToolDefinition) -> str:
+    def _declared_canonical(self, tool: events.ToolDefinition) -> str:
         """The canonical JSON of a declared tool, made when a header is first compared with it (a
         reducer restored from a checkpoint replays headers of dozens of tools it may never compare)."""
         known = self._declared_json.get(tool.name)
@@ -266,7 +260,7 @@ class ToolHistoryReducer:
             known = self._declared_json[tool.name] = canonical_tool(tool)
         return known
 
-    def _start_over(self, seq: int, header: RequestHeaderData) -> None:
+    def _start_over(self, seq: int, header: events.RequestHeaderData) -> None:
         self._sequence = header.sequence
         self._initial = header.tools
         self._system = header.system
@@ -278,12 +272,12 @@ class ToolHistoryReducer:
         self._start_seq = seq
         self._header_started = True
 
-    def _developer(self, event: DeveloperMessage) -> None:
+    def _developer(self, event: events.DeveloperMessage) -> None:
         message = event.data
         if self._header_seq is None or self._header_started:
             # Belongs to a header that started or rebuilt the sequence: already in `initial`.
             return
-        if isinstance(message, InstructionsUpdate):
+        if message.source == "instructions":
             update = HistoryUpdate(message_id=message.id, seq=event.seq, text=message.text)
         else:
             additions = []
@@ -303,11 +297,11 @@ class ToolHistoryReducer:
         self._updates_tuple = (*self._updates_tuple, update)
         self._cached = None
 
-    def _header_tools(self, seq: int) -> dict[str, ToolDefinition]:
+    def _header_tools(self, seq: int) -> dict[str, events.ToolDefinition]:
         tools = self._headers.get(seq)
         if tools is None and self._event_at is not None:
             header = self._event_at(seq)
-            if isinstance(header, RequestHeader):
+            if header.type == "request/header":
                 tools = self._headers[seq] = {tool.name: tool for tool in header.data.tools}
         if tools is None:
             raise KeyError(seq)

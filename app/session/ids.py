@@ -1,5 +1,6 @@
-"""Session ids and the files they name, without the event models: the chat resolves `--session`
-and `-c` before its first frame, which must not wait for pydantic."""
+"""Session ids, the files they name and the format's version, without the event models: the chat
+resolves `--session` and `-c`, and reads a resumed log's header, before its first frame, which must
+not wait for pydantic."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import re
 from pathlib import Path
 
 from app.session.errors import SessionNotFoundError
+
+FORMAT_VERSION = 1
+"""The session log format this build reads and writes (DESIGN §2)."""
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """What a session id may be: the writer's `20260101-120000-a1b2c3` and other plain names. Ids double

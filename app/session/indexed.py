@@ -26,17 +26,9 @@ from typing import Generic, NamedTuple, TypeVar, overload
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
-from app.session.events import (
-    CompactionSummary,
-    DeveloperMessage,
-    Envelope,
-    RequestHeader,
-    RequestHeaderData,
-    SessionHeader,
-    TurnEnd,
-)
 from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
 from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
+from app.session.models import events  # imported when first used: events are read by their `type` tag
 from app.session.view import (
     FoldSeed,
     Item,
@@ -90,7 +82,7 @@ class Cursor:
 
     seq: int
     requests: int
-    header: RequestHeaderData | None
+    header: events.RequestHeaderData | None
     header_seq: int | None
     history: ToolHistoryReducer
     pinned: tuple[int, ...]
@@ -117,16 +109,16 @@ class Cursor:
         header = None
         if header_seq is not None:
             event = chain.event(header_seq)
-            assert isinstance(event, RequestHeader)
+            assert event.type == "request/header"
             header = event.data
         reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
         return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
 
-    def change(self, event: Envelope, chain: Chain) -> None:
+    def change(self, event: events.Envelope, chain: Chain) -> None:
         """Fold one of the events that change the state (header, developer message, summary)."""
-        if isinstance(event, RequestHeader):
+        if event.type == "request/header":
             self.header, self.header_seq = event.data, event.seq
-        elif isinstance(event, CompactionSummary):
+        elif event.type == "compaction/summary":
             kept = (*self.pinned, *_positions(chain.types, MESSAGE_CODES, self.window_start, event.seq))
             self.pinned = (event.seq, *(seq for seq in kept if seq > event.data.up_to_seq))
             self.window_start = event.seq + 1
@@ -409,7 +401,6 @@ class IndexedView:
     """
 
     def __init__(self, chain: Chain, every: int = CHECKPOINT_EVERY) -> None:
-        self.header: SessionHeader = chain.header
         self._chain = chain
         self._every = every
         # Each checkpoint as the JSON line it is kept as (`Cursor.to_json`), parsed when used; the
@@ -460,7 +451,7 @@ class IndexedView:
         return SessionView.seeded(self.header, self._tail.seed(self._chain)).messages
 
     @property
-    def current_header(self) -> RequestHeaderData | None:
+    def current_header(self) -> events.RequestHeaderData | None:
         return self._tail.header
 
     @property
@@ -483,7 +474,11 @@ class IndexedView:
     def open_step(self) -> Step | None:
         return open_step_of(self.open_turn)
 
-    def apply(self, event: Envelope) -> None:
+    @property
+    def header(self) -> events.SessionHeader:
+        return self._chain.header
+
+    def apply(self, event: events.Envelope) -> None:
         """Follow an event just added to the chain (its seq is the chain's last)."""
         tail = self._tail_state
         if tail is None:
@@ -493,7 +488,7 @@ class IndexedView:
             self._unsaved = True
         if event.type in ("assistant/message", "agent/request-error"):
             tail.requests += 1
-        if isinstance(event, (RequestHeader, DeveloperMessage, CompactionSummary)):
+        if TYPE_CODES[event.type] in CHANGE_CODES:
             tail.change(event, self._chain)
         tail.seq = event.seq + 1
         tail.history.advance(event.seq)
@@ -547,8 +542,7 @@ class IndexedView:
         seqs = self._items.run(start, stop)
         self._run_seqs, self._run_positions = seqs, None
         with collector_paused():
-            events = self._chain.decoded(seqs)
-            return [item for item in map(item_of, events) if item is not None]
+            return [item for item in map(item_of, self._chain.decoded(seqs)) if item is not None]
 
     def turn_bounds(self, index: int) -> TurnBounds:
         """Where turn `index + 1` starts and ends and why, as its `Turn` says, without building it: no
@@ -558,8 +552,8 @@ class IndexedView:
         end = self._chain.types.find(_TURN_END, start, stop)
         if end < 0:
             return TurnBounds(start, None, None)
-        event = self._chain.event(end)
-        assert isinstance(event, TurnEnd)
+        (event,) = self._chain.decoded([end])  # its Struct: no model built for a reason
+        assert event.type == "turn/end"
         return TurnBounds(start, end, event.data.reason)
 
     def position(self, seq: int) -> tuple[int, int, int]:

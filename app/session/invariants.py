@@ -8,28 +8,14 @@ checker also knows what a crash left open (turn, step, tool calls), which the wr
 from __future__ import annotations
 
 import bisect
-import hashlib
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from app.i18n import _
-from app.session.events import (
-    AssistantMessage,
-    DeveloperMessage,
-    Envelope,
-    Event,
-    RequestHeader,
-    StepEnd,
-    StepStart,
-    ToolCall,
-    ToolCallContent,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-)
 from app.session.index import TYPE_CODES, TYPE_NAMES
+from app.session.models import events  # imported when first used: events are read by their `type` tag
 
 # Events that happen inside a model step and carry its `turn` and `step`.
 STEP_EVENT_TYPES = frozenset(
@@ -58,11 +44,13 @@ class PendingCall:
 # A logged tool/call as (seq, turn, tool name).
 _SEQ, _TURN, _NAME = 0, 1, 2
 
-EventAt = Callable[[int], Event]
+EventAt = Callable[[int], "events.Event"]
 """The event of a seq (already validated), for a checker restored without the events before it."""
 
 
 def _digest(call_id: str) -> int:
+    import hashlib  # (OpenSSL's set-up, when a call id is first checked: not for reading a log)
+
     return int.from_bytes(hashlib.blake2b(call_id.encode(), digest_size=8).digest(), "little")
 
 
@@ -146,7 +134,7 @@ class RecordedIds:
             runs[kind] = (merged_digests, merged_seqs)
         return RecordedIds(runs, self._event_at)
 
-    def find(self, kind: str, call_id: str) -> Event | None:
+    def find(self, kind: str, call_id: str) -> events.Event | None:
         """The recorded event of `kind` that holds `call_id`, or None."""
         digests, seqs = self._runs[kind]
         digest = _digest(call_id)
@@ -160,10 +148,10 @@ class RecordedIds:
         return None
 
 
-def _call_ids_of(event: Event) -> Iterable[str]:
-    if isinstance(event, AssistantMessage):
-        return [part.call_id for part in event.data.content if isinstance(part, ToolCallContent)]
-    if isinstance(event, (ToolCall, ToolResult)):
+def _call_ids_of(event: events.Event) -> Iterable[str]:
+    if event.type == "assistant/message":
+        return [part.call_id for part in event.data.content if part.type == "tool-call"]
+    if event.type in ("tool/call", "tool/result"):
         return (event.data.call_id,)
     return ()
 
@@ -264,7 +252,7 @@ class InvariantChecker:
         call = self._calls.get(call_id)
         if call is None and self._recorded is not None:
             event = self._recorded.find("calls", call_id)
-            if isinstance(event, ToolCall):
+            if event is not None and event.type == "tool/call":
                 call = (event.seq, event.data.turn, event.data.name)
         return call
 
@@ -276,7 +264,7 @@ class InvariantChecker:
         tools = self._header_tools.get(header_seq)
         if tools is None and self._event_at is not None and self._types[header_seq] == _HEADER_CODE:
             header = self._event_at(header_seq)
-            assert isinstance(header, RequestHeader)
+            assert header.type == "request/header"
             tools = self._header_tools[header_seq] = frozenset(tool.name for tool in header.data.tools)
         return tools
 
@@ -288,7 +276,7 @@ class InvariantChecker:
         """Tool calls of the open step that have no result yet, in the order they appeared."""
         return tuple(self._pending.values())
 
-    def feed(self, event: Envelope) -> None:
+    def feed(self, event: events.Envelope) -> None:
         """Check and apply; raise InvalidEventError if the event breaks an invariant."""
         reason = self.check(event)
         if reason is not None:
@@ -297,7 +285,7 @@ class InvariantChecker:
 
     # --- checking ------------------------------------------------------------------------------------
 
-    def check(self, event: Envelope) -> str | None:
+    def check(self, event: events.Envelope) -> str | None:
         """Why `event` cannot come next in the log, or None if it can."""
         if event.seq != len(self._types):
             return self._seq_reason(event.seq)
@@ -326,7 +314,7 @@ class InvariantChecker:
             previous=expected - 1, seq=seq
         )
 
-    def _check_turn_start(self, event: TurnStart) -> str | None:
+    def _check_turn_start(self, event: events.TurnStart) -> str | None:
         turn = event.data.turn
         if self._open_turn is not None:
             return _("turn/start while turn {turn} is still open").format(turn=self._open_turn)
@@ -336,7 +324,7 @@ class InvariantChecker:
             )
         return None
 
-    def _check_turn_end(self, event: TurnEnd) -> str | None:
+    def _check_turn_end(self, event: events.TurnEnd) -> str | None:
         turn = event.data.turn
         if self._open_turn is None:
             return _("turn/end with no open turn")
@@ -348,7 +336,7 @@ class InvariantChecker:
             return _("turn/end while step {step} is still open").format(step=self._open_step)
         return None
 
-    def _check_step_start(self, event: StepStart) -> str | None:
+    def _check_step_start(self, event: events.StepStart) -> str | None:
         turn, step = event.data.turn, event.data.step
         if self._open_turn is None:
             return _("step/start outside a turn")
@@ -364,7 +352,7 @@ class InvariantChecker:
             )
         return None
 
-    def _check_call(self, event: ToolCall) -> str | None:
+    def _check_call(self, event: events.ToolCall) -> str | None:
         earlier = self._call(event.data.call_id)
         if earlier is not None:
             return _("callId {id!r} was already used by the tool/call at seq {seq}").format(
@@ -372,7 +360,7 @@ class InvariantChecker:
             )
         return None
 
-    def _check_assistant(self, event: AssistantMessage) -> str | None:
+    def _check_assistant(self, event: events.AssistantMessage) -> str | None:
         """Call ids are unique in the session (DESIGN §2): the loop renames a repeated one."""
         this_message: set[str] = set()
         for part in event.data.content:
@@ -386,7 +374,7 @@ class InvariantChecker:
             this_message.add(part.call_id)
         return None
 
-    def _check_result(self, event: ToolResult) -> str | None:
+    def _check_result(self, event: events.ToolResult) -> str | None:
         call_id = event.data.call_id
         call = self._call(call_id)
         if call is None:
@@ -404,7 +392,7 @@ class InvariantChecker:
             )
         return None
 
-    def _check_developer(self, event: DeveloperMessage) -> str | None:
+    def _check_developer(self, event: events.DeveloperMessage) -> str | None:
         message = event.data
         if not hasattr(message, "additions"):  # an instructions update
             return self._check_header_seq(message.header_seq)
@@ -429,31 +417,31 @@ class InvariantChecker:
 
     # --- applying ------------------------------------------------------------------------------------
 
-    def apply(self, event: Envelope) -> None:
+    def apply(self, event: events.Envelope) -> None:
         """Record an event that `check` accepted."""
         self._types.append(TYPE_CODES[event.type])
         specific = _APPLIERS.get(event.type)
         if specific is not None:
             specific(self, event)
 
-    def _start_turn(self, event: TurnStart) -> None:
+    def _start_turn(self, event: events.TurnStart) -> None:
         self._open_turn = self._last_turn = event.data.turn
         self._last_step = 0
 
-    def _end_turn(self, event: TurnEnd) -> None:
+    def _end_turn(self, event: events.TurnEnd) -> None:
         self._open_turn = None
 
-    def _start_step(self, event: StepStart) -> None:
+    def _start_step(self, event: events.StepStart) -> None:
         self._open_step = self._last_step = event.data.step
 
-    def _end_step(self, event: StepEnd) -> None:
+    def _end_step(self, event: events.StepEnd) -> None:
         self._open_step = None
         self._pending.clear()
 
-    def _record_header(self, event: RequestHeader) -> None:
+    def _record_header(self, event: events.RequestHeader) -> None:
         self._header_tools[event.seq] = frozenset(tool.name for tool in event.data.tools)
 
-    def _record_assistant(self, event: AssistantMessage) -> None:
+    def _record_assistant(self, event: events.AssistantMessage) -> None:
         # `_check_assistant` made sure no id of this message was used before.
         for part in event.data.content:
             if _is_tool_call(part):
@@ -462,14 +450,14 @@ class InvariantChecker:
                     part.call_id, part.name, part.arguments, started=False
                 )
 
-    def _record_call(self, event: ToolCall) -> None:
+    def _record_call(self, event: events.ToolCall) -> None:
         data = event.data
         self._calls[data.call_id] = (event.seq, data.turn, data.name)
         if self._used_at(data.call_id) is None:
             self._call_ids[data.call_id] = event.seq
         self._pending[data.call_id] = PendingCall(data.call_id, data.name, data.arguments, started=True)
 
-    def _record_result(self, event: ToolResult) -> None:
+    def _record_result(self, event: events.ToolResult) -> None:
         self._results[event.data.call_id] = event.seq
         self._pending.pop(event.data.call_id, None)
 

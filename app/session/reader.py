@@ -11,22 +11,19 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
-from app.session.events import (
-    EVENT_ADAPTER,
-    EVENT_TYPES,
-    FORMAT_VERSION,
-    HEADER_ADAPTER,
-    Event,
-    SessionHeader,
-)
+from app.session.ids import FORMAT_VERSION
 from app.session.invariants import InvariantChecker
+from app.session.models import events  # imported by the first line msgspec refuses: the models judge it
 from app.untrusted_json import loads
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from app.session import structs
 
 # Every event line starts with exactly these bytes: `type` first, no whitespace. Fast readers
 # classify a line by what follows.
@@ -53,7 +50,16 @@ class EventLineError(Exception):
         self.unsupported = unsupported
 
 
-def parse_header_line(path: Path, line: bytes) -> SessionHeader:
+def parse_header_line(path: Path, line: bytes) -> events.SessionHeader:
+    """The header of line 1 as its model; SessionCorruptionError (or UnsupportedFormatError) if invalid."""
+    from app.session.structs import model_of  # (it reads this module)
+
+    return model_of(read_header_line(path, line))  # type: ignore[no-any-return]
+
+
+def read_header_line(path: Path, line: bytes) -> events.SessionHeader | structs.SessionHeader:
+    """The header of line 1 as `parse_header_line` judges it, as msgspec's Struct when msgspec
+    says yes (its model is built when first asked for: a resumed chat's first frame builds none)."""
     if not line.strip():
         raise SessionCorruptionError(path, 1, _("missing session header: line 1 is blank"))
     try:
@@ -85,13 +91,15 @@ def parse_header_line(path: Path, line: bytes) -> SessionHeader:
                 version=version, known=FORMAT_VERSION
             ),
         )
-    from app.session.structs import header_model  # (it reads this module)
+    from app.session.structs import decode_header  # (it reads this module)
 
-    header = header_model(line)
+    header = decode_header(line)
     if header is not None:
         return header
+    from pydantic import ValidationError
+
     try:
-        return HEADER_ADAPTER.validate_json(line)
+        return events.HEADER_ADAPTER.validate_json(line)
     except ValidationError as error:
         raise SessionCorruptionError(
             path,
@@ -103,11 +111,13 @@ def parse_header_line(path: Path, line: bytes) -> SessionHeader:
 # --- event lines -----------------------------------------------------------------------------------
 
 
-def decode_event_line(line: bytes) -> Event:
+def decode_event_line(line: bytes) -> events.Event:
     """Validate one event line (without its newline) strictly; raise EventLineError if invalid."""
+    from pydantic import ValidationError
+
     if line.startswith(EVENT_LINE_PREFIX):
         try:
-            return EVENT_ADAPTER.validate_json(line)
+            return events.EVENT_ADAPTER.validate_json(line)
         except ValidationError as error:
             _diagnose(line, error)
     _diagnose(line, None)
@@ -133,7 +143,7 @@ def _diagnose(line: bytes, error: ValidationError | None) -> NoReturn:
         raise EventLineError(_('"type" must be a string'))
     if type_ == "session":
         raise EventLineError(_("a second session header: only line 1 may be a header"))
-    if type_ not in EVENT_TYPES:
+    if type_ not in events.EVENT_TYPES:
         raise EventLineError(
             _("unknown event type {type!r}").format(type=type_), unsupported=True
         )
@@ -247,7 +257,7 @@ def _json_path(obj: Any, loc: tuple[Any, ...]) -> str:
 # --- checked lines ---------------------------------------------------------------------------------
 
 
-def parse_line(path: Path, number: int, line: bytes, checker: InvariantChecker) -> Event:
+def parse_line(path: Path, number: int, line: bytes, checker: InvariantChecker) -> events.Event:
     """One line → one event, checked and applied to `checker`; errors name `path:number`."""
     try:
         event = decode_event_line(line)

@@ -17,14 +17,13 @@ from pathlib import Path
 from app.i18n import _
 from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError
-from app.session.events import Event, SessionHeader, encode_event
 from app.session.history import ToolHistory
 from app.session.index import VALIDATED, save_index
 from app.session.indexed import IndexedView
+from app.session.models import events  # imported when first used: a log is read through Structs
 from app.session.view import SessionView
 from app.session.invariants import InvariantChecker
 from app.session.reader import ParentResolver, TornTail, parse_line
-
 
 class Session:
     """Read-only access to one session log. Never writes to the file (only its index cache)."""
@@ -42,10 +41,10 @@ class Session:
 
     @property
     def id(self) -> str:
-        return self.chain.header.id
+        return self.chain.own.header.id  # (the model need not be built for it)
 
     @property
-    def header(self) -> SessionHeader:
+    def header(self) -> events.SessionHeader:
         return self.chain.header
 
     @property
@@ -62,7 +61,7 @@ class Session:
         return len(self.chain) - 1
 
     @property
-    def events(self) -> tuple[Event, ...]:
+    def events(self) -> tuple[events.Event, ...]:
         """Every event, inherited first, after strict validation of all of them. O(size of the log):
         large-session readers use `view()`."""
         self.load()
@@ -171,14 +170,14 @@ class Session:
 
     # --- growth ----------------------------------------------------------------------------------
 
-    def extend(self, events: tuple[Event, ...] | list[Event]) -> None:
+    def extend(self, appended: tuple[events.Event, ...] | list[events.Event]) -> None:
         """Add events the writer has just appended (each written as exactly `encode_event(event)`)."""
         self.load()
-        for event in events:
+        for event in appended:
             self._checker.feed(event)
-            self._add(self.chain.own.index.end, encode_event(event), event)
+            self._add(self.chain.own.index.end, events.encode_event(event), event)
 
-    def refresh(self) -> tuple[Event, ...]:
+    def refresh(self) -> tuple[events.Event, ...]:
         """Read the complete lines appended to the file since it was last read; return their events.
 
         A line still being written (no newline yet) is left for the next refresh.
@@ -206,7 +205,7 @@ class Session:
             self.chain.add_line(start, terminated)
             start += len(terminated)
             new = rest[1:]
-        added: list[Event] = []
+        added: list[events.Event] = []
         for line in new[: new.rfind(b"\n") + 1].split(b"\n")[:-1]:
             event = parse_line(self.path, len(own.index) + 2, line, self._checker)
             self._add(start, line + b"\n", event)
@@ -214,7 +213,7 @@ class Session:
             added.append(event)
         return tuple(added)
 
-    def _add(self, offset: int, line: bytes, event: Event) -> None:
+    def _add(self, offset: int, line: bytes, event: events.Event) -> None:
         self.chain.add_line(offset, line, event)
         if self._view is not None:
             self._view.apply(event)

@@ -11,39 +11,25 @@ import errno
 import fcntl
 import json
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from app.i18n import _
 from app.paths import ensure_private_dir, sessions_dir
 from app.session.errors import SessionInUseError, SessionLockedError, SessionNotFoundError
-from app.session.events import (
-    EVENT_TYPES,
-    FORMAT_VERSION,
-    SESSION_ID_PATTERN,
-    Event,
-    ParentRef,
-    SessionHeader,
-    StepData,
-    ToolCallData,
-    ToolError,
-    ToolResultData,
-    TurnEndData,
-    encode_event,
-    encode_header,
-)
-from app.session.ids import session_file
+from app.session.ids import FORMAT_VERSION, SESSION_ID_PATTERN, session_file
 from app.session.index import index_path
 from app.session.invariants import InvalidEventError, PendingCall
+from app.session.models import events  # imported by the first event written, not to open a log
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # A crash between these and the next commit point could lose a decision the log must keep: a
 # `tool/call` is committed before the tool runs, so repair can tell "not started" from "unknown".
@@ -73,7 +59,7 @@ class SessionStore:
         """The file of a session given by id (in this store) or by path."""
         return session_file(self.directory, ref)
 
-    def create(self, cwd: Path | str, parent: ParentRef | None = None) -> SessionWriter:
+    def create(self, cwd: Path | str, parent: events.ParentRef | None = None) -> SessionWriter:
         """A new, empty session (inheriting `parent`'s events 0..seq if given), open for writing."""
         if parent is not None:
             parent_path = self.path_for(parent.id)
@@ -104,7 +90,7 @@ class SessionStore:
         return _create(
             path.parent,
             parent.header.cwd if cwd is None else cwd,
-            ParentRef(id=parent.id, seq=fork_seq),
+            events.ParentRef(id=parent.id, seq=fork_seq),
         )
 
     def open_writer(self, ref: str | Path) -> SessionWriter:
@@ -200,7 +186,7 @@ class SessionWriter:
         return self.session.id
 
     @property
-    def header(self) -> SessionHeader:
+    def header(self) -> events.SessionHeader:
         return self.session.header
 
     @property
@@ -213,7 +199,7 @@ class SessionWriter:
 
     def append(
         self, type_: str, data: BaseModel | Mapping[str, Any], *, commit: bool = False
-    ) -> Event:
+    ) -> events.Event:
         """Append one event (seq and time assigned here). Raises InvalidEventError, writing nothing,
         if the event is malformed or breaks an invariant.
 
@@ -224,7 +210,7 @@ class SessionWriter:
         reason = self.session.invariants.check(event)
         if reason is not None:
             raise InvalidEventError(reason)
-        line = encode_event(event)
+        line = events.encode_event(event)
         try:
             written = os.write(fd, line)
             if written != len(line):
@@ -281,14 +267,14 @@ class SessionWriter:
             raise ValueError(_("the session writer for {path} is closed").format(path=self.path))
         return self._fd
 
-    def _build(self, type_: str, data: BaseModel | Mapping[str, Any]) -> Event:
+    def _build(self, type_: str, data: BaseModel | Mapping[str, Any]) -> events.Event:
         """Validate the event exactly as a reader will: through its encoded line."""
-        if type_ not in EVENT_TYPES:
+        if type_ not in events.EVENT_TYPES:
             raise InvalidEventError(_("unknown event type {type!r}").format(type=type_))
         payload = (
-            data.model_dump(mode="json", by_alias=True, exclude_none=True)
-            if isinstance(data, BaseModel)
-            else dict(data)
+            dict(data)
+            if isinstance(data, Mapping)
+            else data.model_dump(mode="json", by_alias=True, exclude_none=True)
         )
         envelope = {"type": type_, "seq": self.next_seq, "time": time.time_ns() // 1_000_000, "data": payload}
         try:
@@ -317,13 +303,13 @@ class SessionWriter:
         os.fsync(self._fd)
         return True
 
-    def _close_interrupted_turn(self) -> tuple[Event, ...]:
+    def _close_interrupted_turn(self) -> tuple[events.Event, ...]:
         """Close a turn a crash left open: answer its orphaned calls, end the step, end the turn."""
         invariants = self.session.invariants
         turn, step = invariants.open_turn, invariants.open_step
         if turn is None:
             return ()
-        repaired: list[Event] = []
+        repaired: list[events.Event] = []
         if step is not None:
             for call in invariants.pending_calls():
                 if call.started:
@@ -331,8 +317,8 @@ class SessionWriter:
                 else:
                     repaired.append(self.append("tool/call", _call_of(turn, step, call)))
                     repaired.append(self.append("tool/result", _not_started(turn, step, call)))
-            repaired.append(self.append("step/end", StepData(turn=turn, step=step)))
-        repaired.append(self.append("turn/end", TurnEndData(turn=turn, reason="interrupted")))
+            repaired.append(self.append("step/end", events.StepData(turn=turn, step=step)))
+        repaired.append(self.append("turn/end", events.TurnEndData(turn=turn, reason="interrupted")))
         return tuple(repaired)
 
 
@@ -341,10 +327,12 @@ class SessionWriter:
 
 def new_session_id() -> str:
     """`YYYYmmdd-HHMMSS-<6 hex>` in UTC: sorts by creation time, unique with O_EXCL."""
+    import secrets  # (with `hmac` and `hashlib`: not for opening a log)
+
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def _create(directory: Path, cwd: Path | str, parent: ParentRef | None) -> SessionWriter:
+def _create(directory: Path, cwd: Path | str, parent: events.ParentRef | None) -> SessionWriter:
     while True:
         session_id = new_session_id()
         path = directory / f"{session_id}.jsonl"
@@ -356,14 +344,14 @@ def _create(directory: Path, cwd: Path | str, parent: ParentRef | None) -> Sessi
     try:
         os.fchmod(fd, FILE_MODE)  # the umask may have taken bits away
         _lock(fd, path)
-        header = SessionHeader(
+        header = events.SessionHeader(
             version=FORMAT_VERSION,
             id=session_id,
             created_at=time.time_ns() // 1_000_000,
             cwd=str(cwd),
             parent=parent,
         )
-        os.write(fd, encode_header(header))
+        os.write(fd, events.encode_header(header))
         os.fsync(fd)
         _fsync_dir(directory)
     except BaseException:
@@ -437,23 +425,24 @@ def _make_private_dirs(directory: Path) -> Path:
     return ensure_private_dir(directory)
 
 
-def _call_of(turn: int, step: int, call: PendingCall) -> ToolCallData:
-    return ToolCallData(turn=turn, step=step, call_id=call.call_id, name=call.name, arguments=call.arguments)
+def _call_of(turn: int, step: int, call: PendingCall) -> events.ToolCallData:
+    return events.ToolCallData(turn=turn, step=step, call_id=call.call_id, name=call.name, arguments=call.arguments)
 
 
 # The texts below are log content the model reads on the next request, not interface text: they
 # stay in English whatever the interface language.
-def _not_started(turn: int, step: int, call: PendingCall) -> ToolResultData:
+def _not_started(turn: int, step: int, call: PendingCall) -> events.ToolResultData:
     message = "The session ended before this tool call was started; the tool did not run."
-    return ToolResultData(
-        turn=turn, step=step, call_id=call.call_id, name=call.name, content=message, is_error=True,
-        error=ToolError(code=TOOL_NOT_STARTED, message=message),
-    )
+    return _error_result(turn, step, call, message, TOOL_NOT_STARTED)
 
 
-def _unknown_outcome(turn: int, step: int, call: PendingCall) -> ToolResultData:
+def _unknown_outcome(turn: int, step: int, call: PendingCall) -> events.ToolResultData:
     message = "The session ended while this tool was running; its outcome is unknown."
-    return ToolResultData(
+    return _error_result(turn, step, call, message, TOOL_OUTCOME_UNKNOWN)
+
+
+def _error_result(turn: int, step: int, call: PendingCall, message: str, code: str) -> events.ToolResultData:
+    return events.ToolResultData(
         turn=turn, step=step, call_id=call.call_id, name=call.name, content=message, is_error=True,
-        error=ToolError(code=TOOL_OUTCOME_UNKNOWN, message=message),
+        error=events.ToolError(code=code, message=message),
     )

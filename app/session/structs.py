@@ -11,19 +11,22 @@ gets the pydantic models, built from the Structs by `model_of` without validatin
 a header) built as the models the same way when first read.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: msgspec would evaluate every field's annotation from its
+# text when a class is made (a third of this module's import, which a resumed chat's first frame
+# waits for). Annotations that name the models are quoted (evaluating them would import pydantic).
 from collections.abc import Callable
 from itertools import product
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
-from pydantic import BaseModel
 
-from app.session import events
 from app.session.ids import SESSION_ID_PATTERN
+from app.session.models import events  # imported by the first model built (`_Builders`), not by a read
 from app.session.reader import EVENT_LINE_PREFIX
 from app.untrusted_json import MAX_DEPTH
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -309,7 +312,7 @@ def decode_run(lines: bytes) -> list[Envelope] | None:
 
 # --- the pydantic models, from Structs already validated -------------------------------------------
 
-def _builder(struct: type[msgspec.Struct], model: type[BaseModel]) -> Callable[[Any], BaseModel]:
+def _builder(struct: type[msgspec.Struct], model: type["BaseModel"]) -> Callable[[Any], "BaseModel"]:
     """Make `model` instances from `struct` ones the way pydantic's own validation leaves them: the
     same `__dict__` (in field order, which serialisation follows) without checking the values again.
 
@@ -318,6 +321,8 @@ def _builder(struct: type[msgspec.Struct], model: type[BaseModel]) -> Callable[[
     `source`) gets the model's literal. The fields set are the required ones and the optional ones
     not None (a `null` written out is not told apart from a key left out; nothing reads the
     difference)."""
+    from pydantic import BaseModel
+
     struct_types = {field.name: field.type for field in msgspec.structs.fields(struct)}
     entries, optional = [], []
     for name, field in model.model_fields.items():
@@ -392,11 +397,11 @@ def model_of(value: Any) -> Any:
     return value
 
 
-class _Builders(dict[type, Callable[[Any], BaseModel]]):
+class _Builders(dict[type, Callable[[Any], "BaseModel"]]):
     """Each Struct's builder, written out the first time it is needed: writing all of them cost
     about 12 ms of every start that reads a session (the chat's resume among them)."""
 
-    def __missing__(self, struct: type) -> Callable[[Any], BaseModel]:
+    def __missing__(self, struct: type) -> Callable[[Any], "BaseModel"]:
         if struct not in _MODELLED:
             raise KeyError(struct)
         build = self[struct] = _builder(struct, getattr(events, struct.__name__))
@@ -416,7 +421,7 @@ _MODELLED: frozenset[type] = frozenset((
 ))
 
 
-def event_model(line: bytes) -> events.Envelope | None:
+def event_model(line: bytes) -> "events.Envelope | None":
     """The pydantic event of a valid event line, built from its Struct without a second validation
     (`model_of`: the same values and field order as the models' own parse, at a fraction of its
     cost); None when msgspec does not say yes (the models then accept it or name the reason)."""
@@ -424,12 +429,11 @@ def event_model(line: bytes) -> events.Envelope | None:
     return None if decoded is None else _BUILDERS[type(decoded)](decoded)  # type: ignore[return-value]
 
 
-def header_model(line: bytes) -> events.SessionHeader | None:
-    """The pydantic header of a valid header line, built from its Struct like `event_model`; None
-    when msgspec does not say yes. Opening a session then builds no pydantic schema (they are
-    deferred, `events.Model`): a resumed chat's first frame does not wait for one."""
+def decode_header(line: bytes) -> SessionHeader | None:
+    """The Struct of a valid header line; None when msgspec does not say yes (the models then
+    accept it or name the reason). Opening a session then imports no pydantic: a resumed chat's
+    first frame does not wait for the models (`Chain.header` builds the header's when asked)."""
     try:
-        header = _HEADER_DECODER.decode(line)
+        return _HEADER_DECODER.decode(line)  # type: ignore[no-any-return]
     except _DECODE_ERRORS:
         return None
-    return _BUILDERS[SessionHeader](header)  # type: ignore[return-value]

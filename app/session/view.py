@@ -10,46 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar, Union, overload
+from typing import Any, Union, overload
 
 from app.session import structs
-from app.session.events import (
-    AssistantMessage,
-    CompactionSummary,
-    Content,
-    DeveloperMessage,
-    Envelope,
-    Failure,
-    InstructionsUpdate,
-    ReasoningContent,
-    RequestError,
-    RequestHeader,
-    RequestHeaderData,
-    Retry,
-    SessionHeader,
-    StepEnd,
-    StepStart,
-    TextContent,
-    ToolCall,
-    ToolCallContent,
-    ToolError,
-    ToolRegistryUpdate,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-    Usage,
-    UserMessage,
-)
 from app.session.history import ToolHistory, ToolHistoryReducer
+from app.session.models import events  # imported when first used: items are made from Structs
 from app.session.structs import model_of
-
-T = TypeVar("T")
 
 # --- items ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class UserItem:
+    """A `user/message` event: what the user typed."""
+
     seq: int
     id: str
     text: str
@@ -57,27 +31,35 @@ class UserItem:
 
 @dataclass(frozen=True, slots=True)
 class AssistantItem:
+    """An `assistant/message` event: a request's answer (its content and usage are built as the
+    models when first read, `_ModelPart`)."""
+
     seq: int
     turn: int
     step: int
     route: str
     model: str
-    content: tuple[Content, ...]
-    usage: Usage | None
+    content: tuple[events.Content, ...]
+    usage: events.Usage | None
     finish: str
     interrupted: bool
 
     @property
     def text(self) -> str:
-        return "".join(part.text for part in self.content if isinstance(part, TextContent))
+        return "".join(part.text for part in stored_part(self, "content") if part.type == "text")
 
     @property
     def reasoning(self) -> str:
-        return "".join(part.text for part in self.content if isinstance(part, ReasoningContent))
+        return "".join(part.text for part in stored_part(self, "content") if part.type == "reasoning")
 
     @property
-    def tool_calls(self) -> tuple[ToolCallContent, ...]:
-        return tuple(part for part in self.content if isinstance(part, ToolCallContent))
+    def tool_calls(self) -> tuple[events.ToolCallContent, ...]:
+        return tuple(part for part in self.content if part.type == "tool-call")
+
+    @property
+    def call_parts(self) -> tuple[events.ToolCallContent | structs.ToolCallContent, ...]:
+        """`tool_calls` as stored (`stored_part`): for a reader of their fields, who needs no model."""
+        return tuple(part for part in stored_part(self, "content") if part.type == "tool-call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +76,8 @@ class ToolCallItem:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultItem:
+    """A `tool/result` event: what the tool returned, or why it failed."""
+
     seq: int
     turn: int
     step: int
@@ -101,7 +85,7 @@ class ToolResultItem:
     name: str
     content: str
     is_error: bool
-    error: ToolError | None
+    error: events.ToolError | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,41 +93,49 @@ class ContextItem:
     """A developer message: a tool-registry change or an instructions update."""
 
     seq: int
-    message: ToolRegistryUpdate | InstructionsUpdate
+    message: events.ToolRegistryUpdate | events.InstructionsUpdate
 
     @property
     def is_tool_change(self) -> bool:
-        return isinstance(self.message, ToolRegistryUpdate)
+        return stored_part(self, "message").source == "tool-registry"
 
 
 @dataclass(frozen=True, slots=True)
 class HeaderItem:
+    """A `request/header` event: what the requests after it are sent with."""
+
     seq: int
-    header: RequestHeaderData
+    header: events.RequestHeaderData
 
 
 @dataclass(frozen=True, slots=True)
 class RequestErrorItem:
+    """An `agent/request-error` event: a request that failed."""
+
     seq: int
     turn: int
     step: int
     route: str
-    failure: Failure
+    failure: events.Failure
 
 
 @dataclass(frozen=True, slots=True)
 class RetryItem:
+    """An `llm/retry` event: a failed attempt, tried again after `delay_ms`."""
+
     seq: int
     turn: int
     step: int
     retry: int
     max_retries: int
     delay_ms: int
-    failure: Failure
+    failure: events.Failure
 
 
 @dataclass(frozen=True, slots=True)
 class SummaryItem:
+    """A `compaction/summary` event: it stands for the messages up to `up_to_seq`."""
+
     seq: int
     summary: str
     up_to_seq: int
@@ -175,6 +167,14 @@ class _ModelPart:
 
     def __set__(self, instance: object, value: Any) -> None:
         self._slot.__set__(instance, value)
+
+
+def stored_part(item: object, name: str) -> Any:
+    """An item's part as stored: the msgspec Struct it was decoded as until its model is built
+    (`_ModelPart`), else the model. For a reader of its fields only (a widget drawing an item):
+    both have the same fields and values, and reading the Struct's imports no pydantic."""
+    part = type(item).__dict__[name]
+    return part._slot.__get__(item) if isinstance(part, _ModelPart) else getattr(item, name)
 
 
 def _parts_built_on_first_read(cls: type, *names: str) -> None:
@@ -284,7 +284,7 @@ class ModelRequest:
     turn: int
     step: int
     route: str
-    header: RequestHeaderData | None
+    header: events.RequestHeaderData | None
     header_seq: int | None
     history: ToolHistory
     outcome: AssistantItem | RequestErrorItem
@@ -314,6 +314,8 @@ class ModelRequest:
 
 @dataclass(slots=True)
 class Step:
+    """A model step of a turn: its items and the requests made in it."""
+
     turn: int
     number: int
     seq: int
@@ -328,6 +330,8 @@ class Step:
 
 @dataclass(slots=True)
 class Turn:
+    """A turn: the user's message and the steps that answer it."""
+
     number: int
     seq: int
     items: list[Item] = field(default_factory=list)
@@ -354,7 +358,7 @@ class FoldSeed:
 
     next_seq: int
     requests: int
-    header: RequestHeaderData | None
+    header: events.RequestHeaderData | None
     header_seq: int | None
     history: ToolHistoryReducer
     window: WindowBase | None
@@ -367,7 +371,7 @@ class SessionView:
     requests are numbered and windowed exactly as a fold from seq 0 would have made them.
     """
 
-    def __init__(self, header: SessionHeader) -> None:
+    def __init__(self, header: events.SessionHeader) -> None:
         self.header = header
         self.turns: list[Turn] = []
         self.requests: list[ModelRequest] = []
@@ -377,11 +381,11 @@ class SessionView:
         self._base: WindowBase | None = None
         self._messages: list[Message] = []
         self._history = ToolHistoryReducer()
-        self._header: RequestHeaderData | None = None
+        self._header: events.RequestHeaderData | None = None
         self._header_seq: int | None = None
 
     @classmethod
-    def seeded(cls, header: SessionHeader, seed: FoldSeed) -> SessionView:
+    def seeded(cls, header: events.SessionHeader, seed: FoldSeed) -> SessionView:
         view = cls(header)
         view.last_seq = seed.next_seq - 1
         view._request_count = seed.requests
@@ -397,7 +401,7 @@ class SessionView:
         return MessageWindow(self._messages, len(self._messages), self._base)
 
     @property
-    def current_header(self) -> RequestHeaderData | None:
+    def current_header(self) -> events.RequestHeaderData | None:
         return self._header
 
     @property
@@ -416,10 +420,10 @@ class SessionView:
     def open_step(self) -> Step | None:
         return open_step_of(self.open_turn)
 
-    def apply(self, event: Envelope) -> None:
+    def apply(self, event: events.Envelope) -> None:
         item = item_of(event)
         if item is None:
-            _BOUNDARIES[type(event)](self, event)
+            _BOUNDARIES[event.type](self, event)
         else:
             if isinstance(item, (AssistantItem, RequestErrorItem)):
                 self._request(item)
@@ -437,21 +441,21 @@ class SessionView:
 
     # --- boundaries ------------------------------------------------------------------------------
 
-    def _turn_start(self, event: TurnStart) -> None:
+    def _turn_start(self, event: events.TurnStart) -> None:
         self.turns.append(Turn(number=event.data.turn, seq=event.seq))
 
-    def _turn_end(self, event: TurnEnd) -> None:
+    def _turn_end(self, event: events.TurnEnd) -> None:
         turn = self.open_turn
         if turn is not None:
             turn.end_seq = event.seq
             turn.end_reason = event.data.reason
 
-    def _step_start(self, event: StepStart) -> None:
+    def _step_start(self, event: events.StepStart) -> None:
         turn = self.open_turn
         if turn is not None:
             turn.steps.append(Step(turn=event.data.turn, number=event.data.step, seq=event.seq))
 
-    def _step_end(self, event: StepEnd) -> None:
+    def _step_end(self, event: events.StepEnd) -> None:
         step = self.open_step
         if step is not None:
             step.end_seq = event.seq
@@ -489,11 +493,11 @@ class SessionView:
             self.turns[-1].requests.append(request)
 
 
-_BOUNDARIES: dict[type, Callable[[SessionView, Envelope], None]] = {
-    TurnStart: SessionView._turn_start,  # type: ignore[dict-item]
-    TurnEnd: SessionView._turn_end,  # type: ignore[dict-item]
-    StepStart: SessionView._step_start,  # type: ignore[dict-item]
-    StepEnd: SessionView._step_end,  # type: ignore[dict-item]
+_BOUNDARIES: dict[str, Callable[[SessionView, events.Envelope], None]] = {
+    "turn/start": SessionView._turn_start,  # type: ignore[dict-item]
+    "turn/end": SessionView._turn_end,  # type: ignore[dict-item]
+    "step/start": SessionView._step_start,  # type: ignore[dict-item]
+    "step/end": SessionView._step_end,  # type: ignore[dict-item]
 }
 
 MESSAGE_ITEMS = (UserItem, AssistantItem, ToolResultItem, ContextItem)
@@ -503,55 +507,61 @@ MESSAGE_ITEMS = (UserItem, AssistantItem, ToolResultItem, ContextItem)
 # --- items -----------------------------------------------------------------------------------------
 
 
-def item_of(event: Envelope | structs.Envelope) -> Item | None:
+def item_of(event: events.Envelope | structs.Envelope) -> Item | None:
     """The view item an event makes; None for the turn and step boundaries. The event may be the
     msgspec Struct of a line it validated (`Chain.decoded`): the item is the same, its parts built
     as the models."""
-    maker = _ITEM_MAKERS.get(type(event))
+    maker = _ITEM_MAKERS.get(event.type)
     return maker(event) if maker is not None else None
 
 
-def _constructor(cls: type[T]) -> Callable[..., T]:
-    """`cls(*values)` for a frozen slots dataclass, its fields in order, without its `__init__`: that
-    sets each field through `object.__setattr__` by name (frozen), three times the cost of calling
-    the slots' own descriptors, as this does (items are made by the hundred for a window or a tail)."""
-    names = [field.name for field in fields(cls)]  # type: ignore[arg-type]
-    assert tuple(names) == cls.__slots__  # type: ignore[attr-defined]
-    slots = {name: cls.__dict__[name] for name in names}
-    setters = {  # a part built on first read is set through its own slot, as it is
-        f"set_{name}": (slot._slot if isinstance(slot, _ModelPart) else slot).__set__ for name, slot in slots.items()
-    }
-    source = "\n".join([
-        f"def make({', '.join(names)}):",
-        "    instance = new(cls)",
-        *(f"    set_{name}(instance, {name})" for name in names),
-        "    return instance",
-    ])
-    namespace = {"new": object.__new__, "cls": cls, **setters}
-    exec(source, namespace)  # noqa: S102 - source made above from the dataclass's own field names
-    return namespace["make"]  # type: ignore[no-any-return]
+def _constructors(*classes: type) -> list[Callable[..., Any]]:
+    """`cls(*values)` for each frozen slots dataclass, its fields in order, without its `__init__`:
+    that sets each field through `object.__setattr__` by name (frozen), three times the cost of
+    calling the slots' own descriptors, as these do (items are made by the hundred for a window or
+    a tail). One source for all, compiled once: a resumed chat's first frame waits for this module."""
+    namespace: dict[str, Any] = {"new": object.__new__}
+    source = []
+    for number, cls in enumerate(classes):
+        names = [field.name for field in fields(cls)]
+        assert tuple(names) == cls.__slots__  # type: ignore[attr-defined]
+        namespace[f"cls{number}"] = cls
+        for name in names:  # a part built on first read is set through its own slot, as it is
+            slot = cls.__dict__[name]
+            namespace[f"set{number}_{name}"] = (slot._slot if isinstance(slot, _ModelPart) else slot).__set__
+        source += [
+            f"def make{number}({', '.join(names)}):",
+            f"    instance = new(cls{number})",
+            *(f"    set{number}_{name}(instance, {name})" for name in names),
+            "    return instance",
+        ]
+    exec("\n".join(source), namespace)  # noqa: S102 - source made above from the dataclasses' own field names
+    return [namespace[f"make{number}"] for number in range(len(classes))]
 
 
-_new_user, _new_header, _new_context = _constructor(UserItem), _constructor(HeaderItem), _constructor(ContextItem)
-_new_assistant, _new_request_error = _constructor(AssistantItem), _constructor(RequestErrorItem)
-_new_tool_call, _new_tool_result = _constructor(ToolCallItem), _constructor(ToolResultItem)
-_new_retry, _new_summary = _constructor(RetryItem), _constructor(SummaryItem)
+(
+    _new_user, _new_header, _new_context, _new_assistant, _new_request_error, _new_tool_call, _new_tool_result,
+    _new_retry, _new_summary,
+) = _constructors(
+    UserItem, HeaderItem, ContextItem, AssistantItem, RequestErrorItem, ToolCallItem, ToolResultItem, RetryItem,
+    SummaryItem,
+)  # fmt: skip
 
 
-def _user(event: UserMessage) -> UserItem:
+def _user(event: events.UserMessage) -> UserItem:
     data = event.data
     return _new_user(event.seq, data.id, data.text)
 
 
-def _header(event: RequestHeader) -> HeaderItem:
+def _header(event: events.RequestHeader) -> HeaderItem:
     return _new_header(event.seq, event.data)
 
 
-def _developer(event: DeveloperMessage) -> ContextItem:
+def _developer(event: events.DeveloperMessage) -> ContextItem:
     return _new_context(event.seq, event.data)
 
 
-def _assistant(event: AssistantMessage) -> AssistantItem:
+def _assistant(event: events.AssistantMessage) -> AssistantItem:
     data = event.data
     return _new_assistant(
         event.seq, data.turn, data.step, data.route, data.model, data.content, data.usage, data.finish,
@@ -559,31 +569,31 @@ def _assistant(event: AssistantMessage) -> AssistantItem:
     )
 
 
-def _request_error(event: RequestError) -> RequestErrorItem:
+def _request_error(event: events.RequestError) -> RequestErrorItem:
     data = event.data
     return _new_request_error(event.seq, data.turn, data.step, data.route, data.failure)
 
 
-def _tool_call(event: ToolCall) -> ToolCallItem:
+def _tool_call(event: events.ToolCall) -> ToolCallItem:
     data = event.data
     return _new_tool_call(event.seq, data.turn, data.step, data.call_id, data.name, data.arguments)
 
 
-def _tool_result(event: ToolResult) -> ToolResultItem:
+def _tool_result(event: events.ToolResult) -> ToolResultItem:
     data = event.data
     return _new_tool_result(
         event.seq, data.turn, data.step, data.call_id, data.name, data.content, data.is_error, data.error
     )
 
 
-def _retry(event: Retry) -> RetryItem:
+def _retry(event: events.Retry) -> RetryItem:
     data = event.data
     return _new_retry(
         event.seq, data.turn, data.step, data.retry, data.max_retries, data.delay_ms, data.failure
     )
 
 
-def _compaction(event: CompactionSummary) -> SummaryItem:
+def _compaction(event: events.CompactionSummary) -> SummaryItem:
     data = event.data
     return _new_summary(event.seq, data.summary, data.up_to_seq, data.sequence)
 
@@ -595,16 +605,14 @@ def open_step_of(turn: Turn | None) -> Step | None:
     return None
 
 
-_ITEM_MAKERS: dict[type, Callable[[Envelope], Item]] = {
-    UserMessage: _user,  # type: ignore[dict-item]
-    RequestHeader: _header,  # type: ignore[dict-item]
-    DeveloperMessage: _developer,  # type: ignore[dict-item]
-    AssistantMessage: _assistant,  # type: ignore[dict-item]
-    RequestError: _request_error,  # type: ignore[dict-item]
-    ToolCall: _tool_call,  # type: ignore[dict-item]
-    ToolResult: _tool_result,  # type: ignore[dict-item]
-    Retry: _retry,  # type: ignore[dict-item]
-    CompactionSummary: _compaction,  # type: ignore[dict-item]
+_ITEM_MAKERS: dict[str, Callable[[events.Envelope], Item]] = {  # by the `type` tag: a model's or a Struct's
+    "user/message": _user,  # type: ignore[dict-item]
+    "request/header": _header,  # type: ignore[dict-item]
+    "developer/message": _developer,  # type: ignore[dict-item]
+    "assistant/message": _assistant,  # type: ignore[dict-item]
+    "agent/request-error": _request_error,  # type: ignore[dict-item]
+    "tool/call": _tool_call,  # type: ignore[dict-item]
+    "tool/result": _tool_result,  # type: ignore[dict-item]
+    "llm/retry": _retry,  # type: ignore[dict-item]
+    "compaction/summary": _compaction,  # type: ignore[dict-item]
 }
-for _event_type, _make in list(_ITEM_MAKERS.items()):
-    _ITEM_MAKERS[getattr(structs, _event_type.__name__)] = _make

@@ -275,3 +275,113 @@ def test_the_chat_finds_the_session_to_resume_without_the_session_store(tmp_path
     report = json.loads(result.stdout)
     assert report["session"] == str(log)
     assert sorted(set(report["modules"]) & set(NOT_BEFORE_THE_FIRST_FRAME)) == []
+
+
+CHAT_RESUMED_FIRST_FRAME = textwrap.dedent(
+    """
+    import json, os, sys
+
+    import app.ui.app as chat_app
+
+    class Probe(chat_app.ToolscopeApp):
+        def run(self, **_options):  # tall enough that the first frame shows every block of the log
+            return super().run(headless=True, size=(120, 300))
+
+        def _display(self, screen, renderable):
+            # The frame that shows the resumed conversation (as `benchmarks/bench_chat.py` times it).
+            super()._display(screen, renderable)
+            conversation = self.chat.conversation
+            if renderable is None or screen is not self.chat or not conversation.children:
+                return
+            if conversation.has_earlier:
+                return
+            blocks = [type(block).__name__ for block in conversation.blocks]
+            calls = [block.status_text() for block in conversation.blocks if hasattr(block, "status_text")]
+            print(json.dumps({"modules": sorted(sys.modules), "blocks": blocks, "calls": calls}), flush=True)
+            os._exit(0)
+
+    chat_app.ToolscopeApp = Probe
+    from app.cli import main
+
+    sys.exit(main(["chat", "--route", "offline/demo", "--session", sys.argv[1]]))
+    """
+)
+MODELS = ("pydantic", "pydantic_core", "app.session.events")
+
+
+def _every_kind_of_block(directory: Path) -> Path:
+    """A log with an item of every kind the chat draws: a reply with reasoning and tool calls, a
+    result and a failed one, a tool change and an instructions update, a failed request and its
+    retry, a compaction summary, and turns ended in every way a marker shows."""
+    from app.session.events import (
+        AssistantMessageData,
+        ReasoningContent,
+        TextContent,
+        ToolCallContent,
+        ToolCallData,
+        ToolError,
+        ToolResultData,
+    )
+    from tests.functional.test_inspect import write_session
+    from tests.support.builder import LogBuilder, tool
+
+    log = LogBuilder()
+    log.start_turn("look around")
+    log.start_step()
+    log.header_for([tool("read"), tool("grep")])
+    log.emit("assistant/message", AssistantMessageData(
+        turn=1, step=1, route="offline/demo", model="demo", finish="tool-calls",
+        content=(
+            ReasoningContent(text="first the files"),
+            TextContent(text="Reading **two** files."),
+            ToolCallContent(call_id="c1", name="read", arguments='{"path": "a"}'),
+            ToolCallContent(call_id="c2", name="grep", arguments='{"pattern": "b"}'),
+        ),
+    ))  # fmt: skip
+    log.tool_round("c1", "read", "contents of a")
+    log.emit("tool/call", ToolCallData(turn=1, step=1, call_id="c2", name="grep", arguments='{"pattern": "b"}'))
+    log.emit("tool/result", ToolResultData(
+        turn=1, step=1, call_id="c2", name="grep", content="no such pattern", is_error=True,
+        error=ToolError(code="NO_MATCH", message="no such pattern"),
+    ))  # fmt: skip
+    log.end_step()
+    log.end_turn()
+    log.start_turn("and now?")
+    log.start_step()
+    log.header_for([tool("read"), tool("write")], system="Be brief.")
+    log.request_error()
+    log.retry()
+    log.assistant("Done.")
+    log.end_step()
+    log.end_turn("interrupted")
+    log.compaction()
+    log.start_turn("go on")
+    log.start_step()
+    log.assistant("Going on.")
+    log.end_step()
+    log.end_turn("max-tokens")
+    return write_session(log, directory)
+
+
+def test_a_resumed_chat_shows_its_first_frame_without_the_session_models(tmp_path: Path) -> None:
+    """A resumed chat reads its log's tail through msgspec's Structs and draws every kind of block
+    from their fields: neither pydantic nor the event models (a third of the resumed first frame's
+    cost) are imported before that frame, whatever the blocks shown (issue 10)."""
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    log = _every_kind_of_block(sessions)
+    environment = {key: value for key, value in os.environ.items() if key != "TOOLSCOPE_CONFIG"}
+    environment["TOOLSCOPE_HOME"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", CHAT_RESUMED_FIRST_FRAME, str(log)],
+        capture_output=True, text=True, timeout=120, env=environment,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report["blocks"]) >= {
+        "UserBlock", "AssistantBlock", "ToolCallBlock", "ContextBlock", "ErrorBlock", "RetryBlock",
+        "CompactionBlock", "TurnEndBlock",
+    }  # fmt: skip
+    assert report["blocks"].count("ContextBlock") == 2  # a change of tools and new instructions
+    assert any("NO_MATCH" in status for status in report["calls"])  # the failed result's code was read
+    assert sorted(set(report["modules"]) & set(MODELS)) == []

@@ -6,16 +6,21 @@ list that Enter or a click expands. Worded by `tool_change_notice`, exactly as `
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from app.agent.notices import instructions_notice, tool_change_notice
 from app.i18n import N_, _
-from app.session.events import ToolRegistryUpdate
-from app.session.view import ContextItem
+from app.session.view import ContextItem, stored_part
 from app.ui.text import literal
 from app.ui.widgets.block import Block, ExpandsOnClick
+
+if TYPE_CHECKING:
+    from app.session import structs
+    from app.session.events import InstructionsUpdate, ToolRegistryUpdate
 
 
 class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
@@ -40,8 +45,8 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
         self.block = block
 
     def compose(self) -> ComposeResult:
-        message = self.block.item.message
-        if not isinstance(message, ToolRegistryUpdate):
+        message = self.block.message
+        if not self.block.item.is_tool_change:
             yield Static(_("ⓘ {notice}").format(notice=instructions_notice()), classes="summary")
             yield Static(literal(message.text), classes="names")
             return
@@ -60,8 +65,8 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
 
     def refresh_from_block(self) -> None:
         self.set_class(self.block.expanded, "-expanded")
-        message = self.block.item.message
-        summary = tool_change_notice(message).summary if isinstance(message, ToolRegistryUpdate) else instructions_notice()
+        item = self.block.item
+        summary = tool_change_notice(self.block.message).summary if item.is_tool_change else instructions_notice()
         self.query_one(".summary", Static).update(self._summary(summary))
 
 
@@ -71,9 +76,14 @@ class ContextBlock(Block):
         self.expanded = False
 
     @property
+    def message(self) -> ToolRegistryUpdate | InstructionsUpdate | structs.ToolRegistryUpdate | structs.InstructionsUpdate:
+        """The item's message as stored (`stored_part`): its fields are read, no model is needed."""
+        return stored_part(self.item, "message")  # type: ignore[no-any-return]
+
+    @property
     def expandable(self) -> bool:
-        message = self.item.message
-        if isinstance(message, ToolRegistryUpdate):
+        message = self.message
+        if self.item.is_tool_change:
             return bool(tool_change_notice(message).names)
         return bool(message.text)
 

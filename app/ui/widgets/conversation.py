@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     # The session models (pydantic) and the blocks' widgets are imported with the first item or
     # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
-    from app.session.events import ToolCallContent
     from app.session.indexed import IndexedView, TurnBounds
     from app.session.view import Item
     from app.ui.widgets.assistant_message import AssistantBlock
@@ -228,7 +227,7 @@ class Conversation(VerticalScroll, can_focus=False):
                 if live.empty:
                     await self.remove_block(live)
                 for call in item.tool_calls:
-                    await self._append(self._call_block(call))
+                    await self._append(self._call_block(call.call_id, call.name, call.arguments))
                 return
             if live is not None:
                 # What a failed attempt streamed is not part of the log: it goes, as it would on resume.
@@ -281,7 +280,6 @@ class Conversation(VerticalScroll, can_focus=False):
 
     def _blocks_of(self, entry: Entry, *, live: bool) -> list[Block]:
         """The new blocks one log entry adds (a tool call or result updates its call's block)."""
-        from app.session.events import ToolCallContent
         from app.session.view import (
             AssistantItem,
             ContextItem,
@@ -304,7 +302,9 @@ class Conversation(VerticalScroll, can_focus=False):
             return [UserBlock(entry)]
         if isinstance(entry, AssistantItem):
             reply = AssistantBlock(entry)
-            calls: list[Block] = [self._call_block(call) for call in entry.tool_calls]
+            calls: list[Block] = [
+                self._call_block(call.call_id, call.name, call.arguments) for call in entry.call_parts
+            ]
             return calls if reply.empty else [reply, *calls]
         if isinstance(entry, (ToolCallItem, ToolResultItem)):
             new: list[Block] = []
@@ -312,7 +312,7 @@ class Conversation(VerticalScroll, can_focus=False):
             if block is None:
                 # A call the reply did not list (repair wrote it): shown where it was logged.
                 arguments = entry.arguments if isinstance(entry, ToolCallItem) else ""
-                block = self._call_block(ToolCallContent(call_id=entry.call_id, name=entry.name, arguments=arguments))
+                block = self._call_block(entry.call_id, entry.name, arguments)
                 new.append(block)
             if isinstance(entry, ToolCallItem):
                 block.start()
@@ -329,11 +329,14 @@ class Conversation(VerticalScroll, can_focus=False):
             return [CompactionBlock(entry)]
         return []  # a request header is not a node: the status line shows it
 
-    def _call_block(self, call: ToolCallContent) -> ToolCallBlock:
+    def _call_block(self, call_id: str, name: str, arguments: str) -> ToolCallBlock:
+        """The block of a tool call, which holds it as msgspec's Struct whether it was read from a
+        resumed log (no model built) or comes live (a model): the two blocks are equal."""
+        from app.session.structs import ToolCallContent
         from app.ui.widgets.tool_call import ToolCallBlock
 
-        block = ToolCallBlock(call)
-        self._calls[call.call_id] = block
+        block = ToolCallBlock(ToolCallContent(call_id=call_id, name=name, arguments=arguments))
+        self._calls[call_id] = block
         return block
 
     def _close_live_reply(self) -> None:

@@ -10,6 +10,7 @@ from textual.widgets import Static
 from textual.timer import Timer
 
 from app.i18n import _
+from app.session.view import stored_part
 from app.ui.text import literal
 from app.ui.widgets.block import Block
 
@@ -28,7 +29,7 @@ class ErrorNode(Static):
     """
 
     def __init__(self, block: ErrorBlock) -> None:
-        failure = block.item.failure
+        failure = stored_part(block.item, "failure")  # its fields are read: no model is built
         super().__init__(literal(_("✗ {code}: {message}").format(code=failure.code, message=failure.message)))
         self.block = block
 

@@ -12,11 +12,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
 from app.i18n import N_, _
+from app.session.view import stored_part
 from app.ui.text import clip_lines, literal
 from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
-    from app.session.events import ToolCallContent
+    from app.session import structs
     from app.session.view import ToolResultItem
 
 COLLAPSED_LINES = 6
@@ -86,8 +87,8 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
 
 
 class ToolCallBlock(Block):
-    def __init__(self, call: ToolCallContent) -> None:
-        self.call = call
+    def __init__(self, call: structs.ToolCallContent) -> None:
+        self.call = call  # msgspec's Struct, live or resumed (`Conversation._call_block`)
         self.started = False
         self.result: ToolResultItem | None = None
         self.expanded = False
@@ -102,7 +103,8 @@ class ToolCallBlock(Block):
         status = self.status
         if status == FAILED:
             assert self.result is not None
-            code = self.result.error.code if self.result.error else "ERROR"
+            error = stored_part(self.result, "error")
+            code = error.code if error else "ERROR"
             return _("✗ failed: {code}").format(code=code)
         return {PENDING: _("… pending"), RUNNING: _("⟳ running"), DONE: _("✓ done")}[status]
 

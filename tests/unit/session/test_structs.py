@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from app.session.errors import SessionError
 from app.session.events import HEADER_ADAPTER, encode_event
 from app.session.reader import EventLineError, decode_event_line, parse_header_line
-from app.session.structs import decode_valid, event_model, header_model
+from app.session.structs import decode_header, decode_valid, event_model
 from app.session.view import (
     AssistantItem,
     ContextItem,
@@ -30,6 +30,7 @@ from app.session.view import (
     ToolResultItem,
     _ModelPart,
     item_of,
+    stored_part,
 )
 from tests.support.histories import session_logs
 from tests.unit.session.test_corruption import CASES
@@ -232,7 +233,7 @@ HEADERS = [
 @pytest.mark.parametrize("header", HEADERS)
 def test_a_valid_header_is_accepted_alike(header: dict[str, Any]) -> None:
     line = json.dumps(header).encode()
-    assert header_model(line) is not None
+    assert decode_header(line) is not None
     assert _header_accepted_alike(line)
 
 
@@ -247,7 +248,7 @@ def test_a_header_with_an_id_the_models_refuse_is_refused(session_id: str) -> No
             else:
                 obj["parent"] = {"id": session_id, "seq": 1}
             line = json.dumps(obj).encode()
-            assert header_model(line) is None, line
+            assert decode_header(line) is None, line
 
 
 @settings(max_examples=200, deadline=None)
@@ -355,3 +356,36 @@ def test_each_kind_of_part_reads_as_the_models_before_and_after_it_is_built(type
     line = json.dumps({"type": type_, "seq": 4, "time": 1, "data": _EVERY_PART[type_]}, separators=(",", ":")).encode()
     assert _msgspec_accepts(line) and _pydantic_accepts(line)
     assert _same_item(line)
+
+
+def _fields(part: Any) -> Any:
+    """A part's fields and values, whichever kind holds them (a Struct or a model)."""
+    if isinstance(part, tuple):
+        return [_fields(item) for item in part]
+    if isinstance(part, msgspec.Struct):
+        names = [field.name for field in msgspec.structs.fields(part)]
+    elif isinstance(part, BaseModel):
+        names = list(type(part).model_fields)
+    else:
+        return part
+    tag = {name: getattr(part, name) for name in ("type", "source") if hasattr(part, name)}
+    return {**tag, **{name: _fields(getattr(part, name)) for name in names}}
+
+
+@pytest.mark.parametrize("type_", _EVERY_PART)
+def test_what_the_chat_draws_of_an_item_is_read_from_its_struct_as_from_the_models(type_: str) -> None:
+    """A resumed chat draws its blocks from an item's text, reasoning, tool calls, tool change and
+    stored parts (`stored_part`) without building any model: each gives what the item from the
+    models gives, and every part is still the Struct afterwards."""
+    line = json.dumps({"type": type_, "seq": 4, "time": 1, "data": _EVERY_PART[type_]}, separators=(",", ":")).encode()
+    made, expected = item_of(decode_valid(line)), item_of(decode_event_line(line))  # type: ignore[arg-type]
+    if isinstance(expected, AssistantItem):
+        assert (made.text, made.reasoning) == (expected.text, expected.reasoning) == ("hi", "so")  # type: ignore[union-attr]
+        assert _fields(made.call_parts) == _fields(expected.tool_calls) != []  # type: ignore[union-attr]
+    if isinstance(expected, ContextItem):
+        assert made.is_tool_change is expected.is_tool_change is True  # type: ignore[union-attr]
+    for name in made.__slots__:  # type: ignore[union-attr]
+        if isinstance(type(made).__dict__[name], _ModelPart):
+            assert _fields(stored_part(made, name)) == _fields(getattr(expected, name)), name
+            assert isinstance(stored_part(made, name), (msgspec.Struct, tuple, type(None))), name
+    assert made == expected
