@@ -17,6 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
+    from typing import IO
 
     from app.config import Config
     from app.session.listing import SessionSummary
@@ -140,14 +141,23 @@ def _build_parser() -> argparse.ArgumentParser:
 
     from app import __version__
     from app.i18n import _
+    from app.terminal import printable
+
+    class Parser(argparse.ArgumentParser):
+        """Usage, help and errors through the one printable path: an error quotes the argument it
+        refuses (a prompt starting with `-`), escape sequences and all. Subparsers are made of the
+        parent's class."""
+
+        def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+            super()._print_message(printable(message), file)
 
     _localize_argparse()
     # Global options are accepted after a subcommand too; SUPPRESS keeps a subcommand's
     # missing option from overwriting the value given before it.
-    shared = argparse.ArgumentParser(add_help=False)
+    shared = Parser(add_help=False)
     _add_global_options(shared, default=argparse.SUPPRESS)
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="toolscope",
         description=_(
             "A terminal agent chat that shows exactly which tools each provider route received."

@@ -169,6 +169,16 @@ def test_unknown_option_is_a_usage_error(home: Path) -> None:
     assert "unrecognized arguments: --bogus" in result.stderr
 
 
+@pytest.mark.parametrize("argument", ["-\x1b[31mred\x1b]0;title\x07", "--\u202eevil\x9b2J"])
+def test_a_usage_error_quotes_the_argument_without_its_escape_sequences(home: Path, argument: str) -> None:
+    """argparse echoes what it refuses: a prompt starting with `-` (found by the property test of
+    untrusted text) printed its escape sequences raw on stderr."""
+    result = toolscope(home, "run", argument)
+    assert result.returncode == 2
+    assert "unrecognized arguments: -" in result.stderr
+    assert not any(char in result.stderr for char in "\x1b\x07\x9b\u202e")
+
+
 # --- sessions ----------------------------------------------------------------------------------
 
 
