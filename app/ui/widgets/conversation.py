@@ -226,7 +226,7 @@ class Conversation(VerticalScroll, can_focus=False):
                 await live.finish(item)
                 if live.empty:
                     await self.remove_block(live)
-                for call in item.tool_calls:
+                for call in item.call_parts:
                     await self._append(self._call_block(call.call_id, call.name, call.arguments))
                 return
             if live is not None:
