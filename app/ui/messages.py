@@ -1,10 +1,12 @@
-"""Textual messages between the agent (running in a worker on the app's loop) and the widgets."""
+"""Textual messages between the agent (running in a worker on the app's loop) and the widgets.
+
+Each is a plain class with its own `__init__`, as Textual's own messages are: a dataclass would
+generate and compile its methods while the chat starts, for messages that only carry fields.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -16,18 +18,20 @@ if TYPE_CHECKING:  # annotations only: the chat's first frame does not wait for 
     from app.tools.registry import SourceProblem
 
 
-@dataclass
 class EventAppended(Message):
     """An event was committed to the session log; the view already contains it."""
 
-    event: Envelope
+    def __init__(self, event: Envelope) -> None:
+        super().__init__()
+        self.event = event
 
 
-@dataclass
 class StreamPiece(Message):
     """A streamed piece of the reply being received (not logged yet)."""
 
-    event: StreamEvent
+    def __init__(self, event: StreamEvent) -> None:
+        super().__init__()
+        self.event = event
 
 
 ALLOW_ONCE = "once"
@@ -35,41 +39,43 @@ ALLOW_SESSION = "session"
 DENY = "deny"
 
 
-@dataclass
 class ApprovalAsked(Message):
     """A tool waits for the user; set the future's result to the decision (`ALLOW_ONCE`,
     `ALLOW_SESSION` or `DENY`)."""
 
-    request: ApprovalRequest
-    decision: asyncio.Future[str]
+    def __init__(self, request: ApprovalRequest, decision: asyncio.Future[str]) -> None:
+        super().__init__()
+        self.request = request
+        self.decision = decision
 
 
-@dataclass
 class ProblemReported(Message):
     """A tool source failed (an MCP server that will not start, a duplicate tool name)."""
 
-    problem: SourceProblem
+    def __init__(self, problem: SourceProblem) -> None:
+        super().__init__()
+        self.problem = problem
 
 
-@dataclass
 class TurnFinished(Message):
     """The running turn ended (completed, failed, cancelled)."""
 
 
-@dataclass
 class SessionReady(Message):
     """The session is open (or could only be opened read-only) and its view is reduced."""
 
 
-@dataclass
 class PromptSubmitted(Message):
     """The composer's text, sent with Enter."""
 
-    text: str
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
-@dataclass
 class NewOutputBelow(Message):
     """Whether output arrived below what the user is looking at (they scrolled up)."""
 
-    waiting: bool
+    def __init__(self, waiting: bool) -> None:
+        super().__init__()
+        self.waiting = waiting
