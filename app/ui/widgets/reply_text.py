@@ -20,6 +20,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from markdown_it import MarkdownIt
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer, Vertical
 from textual.events import Resize
@@ -62,12 +63,22 @@ def _young_collections_only() -> Iterator[None]:
 _OLD_THRESHOLD = gc.get_threshold()[2]
 
 
+_PARSER = MarkdownIt("gfm-like")
+"""The parser of every piece: Textual's default, made once. Textual would make a new one for each
+update and each append (about a millisecond each, while a reply streams); a parse keeps its state
+apart from the parser's, so one serves them all."""
+
+
+def _shared_parser() -> MarkdownIt:
+    return _PARSER
+
+
 class ReplyPiece(Markdown):
     """A part of the answer; once closed its blocks never change, so its height depends only on
     the width (Textual would measure every block again whenever the reply grows)."""
 
     def __init__(self, markdown: str) -> None:
-        super().__init__(markdown)
+        super().__init__(markdown, parser_factory=_shared_parser)
         self.closed = False
         # Shown through `update` (a reply mounted with its text): Textual's `append` after `update`
         # parses again from the text's last line, not from its last block's first, which loses or
