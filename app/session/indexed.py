@@ -21,12 +21,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate, repeat
-from typing import Generic, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
-from app.session.history import HistoryState, ToolHistory, ToolHistoryReducer
 from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
 from app.session.models import events  # imported when first used: events are read by their `type` tag
 from app.session.view import (
@@ -41,6 +40,9 @@ from app.session.view import (
     item_of,
     open_step_of,
 )
+
+if TYPE_CHECKING:  # the tool-history reducer is imported by the first cursor made, not by a tail read
+    from app.session.history import ToolHistory, ToolHistoryReducer
 
 CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
@@ -111,6 +113,8 @@ class Cursor:
             event = chain.event(header_seq)
             assert event.type == "request/header"
             header = event.data
+        from app.session.history import HistoryState, ToolHistoryReducer
+
         reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
         return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
 
@@ -703,6 +707,8 @@ def _checked_state(raw: bytes, seq: int, types: bytearray) -> list | None:  # ty
         return None
     return state
 def _empty_cursor(chain: Chain) -> Cursor:
+    from app.session.history import ToolHistoryReducer
+
     return Cursor(0, 0, None, None, ToolHistoryReducer(chain.event), (), 0)
 
 

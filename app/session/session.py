@@ -13,17 +13,21 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.i18n import _
 from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError
-from app.session.history import ToolHistory
 from app.session.index import VALIDATED, save_index
 from app.session.indexed import IndexedView
 from app.session.models import events  # imported when first used: a log is read through Structs
 from app.session.view import SessionView
 from app.session.invariants import InvariantChecker
 from app.session.reader import ParentResolver, TornTail, parse_line
+
+if TYPE_CHECKING:
+    from app.session.history import ToolHistory
+
 
 class Session:
     """Read-only access to one session log. Never writes to the file (only its index cache)."""
