@@ -291,8 +291,6 @@ class Conversation(VerticalScroll, can_focus=False):
             UserItem,
         )
         from app.ui.widgets.assistant_message import AssistantBlock
-        from app.ui.widgets.context_node import ContextBlock
-        from app.ui.widgets.failure_nodes import ErrorBlock, RetryBlock
         from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
         from app.ui.widgets.user_message import UserBlock
 
@@ -319,11 +317,18 @@ class Conversation(VerticalScroll, can_focus=False):
             else:
                 block.finish(entry)
             return new
+        # The rarer kinds' widgets are imported with the first block of their kind.
         if isinstance(entry, ContextItem):
+            from app.ui.widgets.context_node import ContextBlock
+
             return [ContextBlock(entry)]
         if isinstance(entry, RequestErrorItem):
+            from app.ui.widgets.failure_nodes import ErrorBlock
+
             return [ErrorBlock(entry)]
         if isinstance(entry, RetryItem):
+            from app.ui.widgets.failure_nodes import RetryBlock
+
             return [RetryBlock(entry, live=live, clock=lambda: self.clock())]
         if isinstance(entry, SummaryItem):
             return [CompactionBlock(entry)]
