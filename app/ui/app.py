@@ -12,7 +12,6 @@ import asyncio
 import gc
 import sys
 from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,17 +44,26 @@ if TYPE_CHECKING:
     from app.ui.bridge import ChatApprover, ChatListener
 
 
-@dataclass
 class ChatOptions:
-    """What `toolscope chat` resolved before the app starts (bad input fails there, as usage)."""
+    """What `toolscope chat` resolved before the app starts (bad input fails there, as usage).
+    A plain class: the first frame would wait for a dataclass to be compiled."""
 
-    catalog: RouteCatalog
-    route_id: str
-    session_path: Path | None = None
-    config: Config | None = None
-    cwd: Path = field(default_factory=Path.cwd)
-    agent_options: dict[str, Any] = field(default_factory=dict)
-    """Extra `Agent` keyword arguments (tests pass a `sleep`)."""
+    def __init__(
+        self,
+        catalog: RouteCatalog,
+        route_id: str,
+        session_path: Path | None = None,
+        config: Config | None = None,
+        cwd: Path | None = None,
+        agent_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.route_id = route_id
+        self.session_path = session_path
+        self.config = config
+        self.cwd = cwd if cwd is not None else Path.cwd()
+        self.agent_options = agent_options if agent_options is not None else {}
+        """Extra `Agent` keyword arguments (tests pass a `sleep`)."""
 
 
 class ToolscopeApp(App[None]):

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from app.i18n import N_, _
 
 
-@dataclass(frozen=True, slots=True)
 class SlashCommand:
-    name: str
-    help: str
-    action: str
+    """A plain class, not a dataclass: the chat's first frame would wait for one to be compiled."""
+
+    __slots__ = ("name", "help", "action")
+
+    def __init__(self, name: str, help: str, action: str) -> None:
+        self.name = name
+        self.help = help
+        """Untranslated (`N_`): shown through `description`, in the language of the moment."""
+        self.action = action
 
     @property
     def description(self) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual.content import Content
 from textual.widgets import Static
 
@@ -13,15 +11,15 @@ from app.llm.routes import Route
 OFFLINE_ROUTE = "offline/demo"
 
 
-@dataclass(slots=True)
 class Usage:
-    last_in: int = 0
-    last_out: int = 0
-    total_in: int = 0
-    total_out: int = 0
-    cache_read: int = 0
-    retries: int = 0
-    sequence: int = 0
+    """The status line's figures (a plain class: the chat's first frame would wait for a
+    dataclass to be compiled)."""
+
+    __slots__ = ("last_in", "last_out", "total_in", "total_out", "cache_read", "retries", "sequence")
+
+    def __init__(self) -> None:
+        self.last_in = self.last_out = self.total_in = self.total_out = 0
+        self.cache_read = self.retries = self.sequence = 0
 
     def count(self, item: object) -> None:
         """Fold one item of the view into the figures (live and on resume alike)."""
