@@ -19,23 +19,36 @@ import json
 import os
 import re
 import sys
+from functools import cache
 from typing import Any, TextIO
 
-_ESCAPES = re.compile(
-    r"""
-    \x1b\[[0-?]*[ -/]*[@-~]               # CSI: cursor moves, colours, erases
-    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?  # OSC: titles, hyperlinks, clipboard writes
-    | \x1b[PX^_][^\x1b]*(?:\x1b\\)?       # DCS, SOS, PM, APC strings
-    | \x1b[@-Z\\-_]                       # other two-character escapes
-    | [\x00-\x08\x0b-\x1f\x7f-\x9f]       # every other control character (C0 but \t \n, DEL, C1)
-    | [\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]  # bidi marks, embeddings, overrides, isolates
-    """,
-    re.VERBOSE,
-)
-_LINE_SEPARATORS = re.compile("[\u2028\u2029]")
+# Compiled with the first text shown, not at import: the chat's first frame shows none (compiling
+# them is a fifth of the chat's own modules' import).
+@cache
+def _escapes() -> re.Pattern[str]:
+    return re.compile(
+        r"""
+        \x1b\[[0-?]*[ -/]*[@-~]               # CSI: cursor moves, colours, erases
+        | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?  # OSC: titles, hyperlinks, clipboard writes
+        | \x1b[PX^_][^\x1b]*(?:\x1b\\)?       # DCS, SOS, PM, APC strings
+        | \x1b[@-Z\\-_]                       # other two-character escapes
+        | [\x00-\x08\x0b-\x1f\x7f-\x9f]       # every other control character (C0 but \t \n, DEL, C1)
+        | [\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]  # bidi marks, embeddings, overrides, isolates
+        """,
+        re.VERBOSE,
+    )
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-"""What `json.dumps(ensure_ascii=False)` leaves raw that a terminal may act on or reorder."""
+
+@cache
+def _line_separators() -> re.Pattern[str]:
+    return re.compile("[\u2028\u2029]")
+
+
+@cache
+def _json_unsafe() -> re.Pattern[str]:
+    """What `json.dumps(ensure_ascii=False)` leaves raw that a terminal may act on or reorder."""
+    return re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
 
 RED = "31"
 BOLD = "1"
@@ -45,7 +58,7 @@ DIM = "2"
 def printable(text: str) -> str:
     """`text` without escape sequences, control characters or bidi controls (newlines and tabs
     kept; a Unicode line or paragraph separator becomes a newline)."""
-    return _LINE_SEPARATORS.sub("\n", _ESCAPES.sub("", text))
+    return _line_separators().sub("\n", _escapes().sub("", text))
 
 
 def printable_line(text: str) -> str:
@@ -58,7 +71,7 @@ def json_text(value: Any, **options: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, **options)` with what a terminal would act on or
     reorder escaped; still valid JSON meaning the same (those characters only occur in strings)."""
     text = json.dumps(value, ensure_ascii=False, **options)
-    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _json_unsafe().sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def colour_enabled(stream: TextIO) -> bool:
@@ -92,8 +105,10 @@ def print_warning(message: str) -> None:
     write_line(sys.stderr, _("toolscope: warning: {message}").format(message=message))
 
 
-_UNFINISHED = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*)?\Z")
-"""An escape sequence that runs to the end of the text without its final character."""
+@cache
+def _unfinished() -> re.Pattern[str]:
+    """An escape sequence that runs to the end of the text without its final character."""
+    return re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*)?\Z")
 
 
 class PrintableStream:
@@ -108,7 +123,7 @@ class PrintableStream:
     def feed(self, text: str) -> str:
         text, self._pending = self._pending + text, ""
         start = text.rfind("\x1b")
-        if start != -1 and len(text) - start <= self._LONGEST_HELD and _UNFINISHED.match(text, start):
+        if start != -1 and len(text) - start <= self._LONGEST_HELD and _unfinished().match(text, start):
             text, self._pending = text[:start], text[start:]
         return printable(text)
 
