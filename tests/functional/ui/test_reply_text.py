@@ -7,12 +7,17 @@ import asyncio
 import io
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from linkify_it import LinkifyIt
 from rich.console import Console
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
+from textual.style import Style
+from textual.widgets.markdown import MarkdownParagraph
 
-from app.ui.widgets.reply_text import ReplyPiece, ReplyText
+from app.ui.widgets.reply_text import ReplyPiece, ReplyText, _SchemeLinks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -137,3 +142,42 @@ def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_
     cells, aside, pieces = asyncio.run(streamed())
     assert aside >= 1 and pieces >= 3
     assert cells == asyncio.run(_whole(size))
+
+
+def _links(app: _Reply) -> list[str]:
+    """The click actions of the links the reply shows, in order."""
+    actions = []
+    for paragraph in app.query(MarkdownParagraph):
+        for span in paragraph._content.spans:
+            meta = span.style.meta if isinstance(span.style, Style) else {}
+            if "@click" in meta:
+                actions.append(meta["@click"])
+    return actions
+
+
+def test_a_reply_links_urls_and_addresses_but_not_file_names() -> None:
+    """GitHub's autolinks: a URL with its scheme and an e-mail address. linkify-it's fuzzy host names
+    made every file name an agent mentions a link (`app.py` to http://app.py)."""
+    text = "Edit README.md and app.py, run setup.sh; see https://example.com/docs or write to dev@example.org."
+
+    async def shown() -> list[str]:
+        app = _Reply(text)
+        async with app.run_test(size=(120, 10)) as pilot:
+            await pilot.pause()
+            return _links(app)
+
+    assert asyncio.run(shown()) == ["link('https://example.com/docs')", "link('mailto:dev@example.org')"]
+
+
+# Pieces of links and of text around them: a pretest that forgot `@` misses `a@x.org`, one that
+# forgot `//` misses a protocol-relative `//x.com`.
+LINK_PIECES = ["http", "https", "ftp", "mailto", "x", "com", "org", ":", "//", "/", "@", ".", " ", "\n", "-", "www", "x.com", "a@x.org"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(LINK_PIECES), max_size=10))
+def test_the_link_pretest_lets_through_every_text_with_a_link(pieces: list[str]) -> None:
+    """The parser's cheap pretest must pass whatever linkify-it (without fuzzy host names) would link."""
+    text = "".join(pieces)
+    if LinkifyIt(options={"fuzzy_link": False}).test(text):
+        assert _SchemeLinks(options={"fuzzy_link": False}).pretest(text)
