@@ -62,9 +62,7 @@ class ChatScreen(Screen[None]):
         yield Static(self._welcome(), id="welcome")
         yield self._conversation
         yield Static(_("↓ New output below (Ctrl+End)"), id="new-output")
-        completions = SlashCompletions(id="completions")
-        yield completions
-        yield Composer(completions, id="composer")
+        yield Composer(SlashCompletions(id="completions"), id="composer")
         yield StatusLine(id="status")
         yield LocalizedFooter()
 
@@ -198,7 +196,7 @@ class ChatScreen(Screen[None]):
         await self.conversation.jump_to_end()
 
     def action_cancel_turn(self) -> None:
-        if self.query_one(SlashCompletions).visible:
+        if self.composer.completions.visible:
             self.composer.load_text("")
             return
         self.app.cancel_turn()

@@ -171,5 +171,12 @@ class Composer(TextArea):
             self.load_text(prompt)
             self.move_cursor(self.document.end)
 
-    def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        self.completions.show(slash.matching(self.text))
+    async def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        commands = slash.matching(self.text)
+        if not self.completions.is_attached:
+            if not commands:
+                return
+            # Mounted above the composer with the first slash typed: the chat's first frame does
+            # not wait for a hidden list (its widget, its CSS, its layout).
+            await self.parent.mount(self.completions, before=self)  # type: ignore[union-attr]
+        self.completions.show(commands)

@@ -429,8 +429,14 @@ def test_slash_lists_matching_commands_and_enter_runs_the_highlighted_one(bench)
     async def scenario() -> None:
         app = bench.app()
         async with app.run_test(size=SIZE) as pilot:
+            await type_text(pilot, "hello")
+            assert not app.chat.query("#completions")  # mounted with the first slash, not at start
+            await pilot.press(*["backspace"] * 5)
             await type_text(pilot, "/he")
             completions = app.chat.query_one("#completions")
+            assert completions.parent is app.chat and app.chat.children.index(completions) == (
+                app.chat.children.index(app.chat.composer) - 1
+            )  # just above the composer, where the list always was
             assert completions.visible
             assert [option.id for option in completions.options] == ["/help"]
             await pilot.press("enter")
