@@ -14,7 +14,6 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from app.i18n import _
@@ -56,21 +55,32 @@ class StaleIndexError(SessionError):
     """The file no longer matches its line index (it changed in place while being read)."""
 
 
-@dataclass
 class Segment:
     """The lines of one file of the chain that the session sees: seqs `first_seq..first_seq+count-1`.
 
     `last_line` is a complete last event line that lacks its newline (not in the index); `limit`
     the last seq a descendant inherits from this file (None for the session's own file). `header`
     is msgspec's Struct of line 1 until `Chain.header` builds its model (the same fields).
+    A plain class: a dataclass would be compiled before a resumed chat's first frame.
     """
 
-    header: events.SessionHeader | structs.SessionHeader
-    index: LineIndex
-    first_seq: int
-    count: int
-    last_line: bytes | None
-    limit: int | None = None
+    __slots__ = ("header", "index", "first_seq", "count", "last_line", "limit")
+
+    def __init__(
+        self,
+        header: events.SessionHeader | structs.SessionHeader,
+        index: LineIndex,
+        first_seq: int,
+        count: int,
+        last_line: bytes | None,
+        limit: int | None = None,
+    ) -> None:
+        self.header = header
+        self.index = index
+        self.first_seq = first_seq
+        self.count = count
+        self.last_line = last_line
+        self.limit = limit
 
     @property
     def path(self) -> Path:

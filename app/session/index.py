@@ -21,7 +21,6 @@ import os
 import threading
 import zlib
 from array import array
-from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import add, itemgetter
 from pathlib import Path
@@ -133,32 +132,42 @@ class Sections:
         return {key: raw for key in dict.fromkeys(keys) if (raw := self.raw(key)) is not None}
 
 
-@dataclass
 class LineIndex:
     """Complete event lines of one file: `offsets[i]` is where line `i + 2` starts (line 1 is the
     header), `types[i]` its code; `end` is the offset just past the last indexed newline.
 
     A last line without a newline is not indexed: the reader decides whether it is a torn write or
-    a complete event whose newline is missing.
+    a complete event whose newline is missing. (A plain class: a dataclass would be compiled
+    before a resumed chat's first frame.)
     """
 
-    path: Path
-    header_end: int
-    header_crc: int
-    offsets: array | memoryview = field(default_factory=lambda: array("Q"))
-    """A memoryview of the cache file, mapped, when read from it: opening reads none of it, a lookup
-    faults in one page. Copied into an array when lines are added."""
-    types: bytearray = field(default_factory=bytearray)
-    end: int = 0
-    extra: Sections = field(default_factory=Sections)
-    """What other layers keep in the same cache (the fold checkpoints, the validation record);
-    dropped on any rebuild."""
-    saved_code_counts: dict[int, int] | None = None
-    """How many lines of each type code, as the cache holds them (None when it does not): kept
-    current with the lines added, so that how many events of a kind there are is known without a
-    pass over `types` (a million of them take milliseconds)."""
-
-    _block_table: array | None = field(default=None, init=False, repr=False, compare=False)
+    def __init__(
+        self,
+        path: Path,
+        header_end: int,
+        header_crc: int,
+        offsets: array | memoryview | None = None,
+        types: bytearray | None = None,
+        end: int = 0,
+        extra: Sections | None = None,
+        saved_code_counts: dict[int, int] | None = None,
+    ) -> None:
+        self.path = path
+        self.header_end = header_end
+        self.header_crc = header_crc
+        self.offsets: array | memoryview = offsets if offsets is not None else array("Q")
+        """A memoryview of the cache file, mapped, when read from it: opening reads none of it, a
+        lookup faults in one page. Copied into an array when lines are added."""
+        self.types = types if types is not None else bytearray()
+        self.end = end
+        self.extra = extra if extra is not None else Sections()
+        """What other layers keep in the same cache (the fold checkpoints, the validation record);
+        dropped on any rebuild."""
+        self.saved_code_counts = saved_code_counts
+        """How many lines of each type code, as the cache holds them (None when it does not): kept
+        current with the lines added, so that how many events of a kind there are is known without
+        a pass over `types` (a million of them take milliseconds)."""
+        self._block_table: array | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)

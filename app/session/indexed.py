@@ -18,7 +18,6 @@ import re
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
@@ -74,21 +73,33 @@ _PINNED = MESSAGE_CODES + _codes("compaction/summary")
 # --- the fold state at a seq --------------------------------------------------------------------
 
 
-@dataclass
 class Cursor:
     """The fold state before `seq`: what a request made at `seq` would be sent with.
 
     The message window is `pinned` (seqs kept by the last compaction, the summary first) followed
-    by every message event from `window_start` on.
+    by every message event from `window_start` on. A plain class: a dataclass would be compiled
+    before a resumed chat's first frame.
     """
 
-    seq: int
-    requests: int
-    header: events.RequestHeaderData | None
-    header_seq: int | None
-    history: ToolHistoryReducer
-    pinned: tuple[int, ...]
-    window_start: int
+    __slots__ = ("seq", "requests", "header", "header_seq", "history", "pinned", "window_start")
+
+    def __init__(
+        self,
+        seq: int,
+        requests: int,
+        header: events.RequestHeaderData | None,
+        header_seq: int | None,
+        history: ToolHistoryReducer,
+        pinned: tuple[int, ...],
+        window_start: int,
+    ) -> None:
+        self.seq = seq
+        self.requests = requests
+        self.header = header
+        self.header_seq = header_seq
+        self.history = history
+        self.pinned = pinned
+        self.window_start = window_start
 
     def copy(self) -> Cursor:
         return Cursor(

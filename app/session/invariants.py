@@ -10,8 +10,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.i18n import _
 from app.session.index import TYPE_CODES, TYPE_NAMES
@@ -31,9 +30,9 @@ class InvalidEventError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class PendingCall:
-    """A tool call of the open step without a result: `started` once its `tool/call` was logged."""
+class PendingCall(NamedTuple):
+    """A tool call of the open step without a result: `started` once its `tool/call` was logged.
+    (A named tuple: a dataclass would be compiled before a resumed chat's first frame.)"""
 
     call_id: str
     name: str

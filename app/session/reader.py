@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
@@ -33,9 +32,9 @@ BOM = b"\xef\xbb\xbf"
 ParentResolver = Callable[[str], Path]
 
 
-@dataclass(frozen=True, slots=True)
-class TornTail:
-    """An unterminated, unparsable last line: the bytes a crash left mid-write, and where they start."""
+class TornTail(NamedTuple):
+    """An unterminated, unparsable last line: the bytes a crash left mid-write, and where they start.
+    (A named tuple: a dataclass would be compiled before a resumed chat's first frame.)"""
 
     offset: int
     data: bytes

@@ -352,18 +352,31 @@ class Turn:
 # --- the view ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class FoldSeed:
     """The fold's state before `next_seq`, for a view that starts there instead of at seq 0: the
     requests made so far, the header in force, the tool-history reducer (owned by the view from
-    now on) and the message window, known by reference until it is read."""
+    now on) and the message window, known by reference until it is read. Handed from the indexed
+    reader to `SessionView.seeded` only: a plain class, where a dataclass would be compiled before
+    a resumed chat's first frame."""
 
-    next_seq: int
-    requests: int
-    header: events.RequestHeaderData | None
-    header_seq: int | None
-    history: ToolHistoryReducer
-    window: WindowBase | None
+    __slots__ = ("next_seq", "requests", "header", "header_seq", "history", "window")
+
+    def __init__(
+        self,
+        *,
+        next_seq: int,
+        requests: int,
+        header: events.RequestHeaderData | None,
+        header_seq: int | None,
+        history: ToolHistoryReducer,
+        window: WindowBase | None,
+    ) -> None:
+        self.next_seq = next_seq
+        self.requests = requests
+        self.header = header
+        self.header_seq = header_seq
+        self.history = history
+        self.window = window
 
 
 class SessionView:
