@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, Static
+from textual.widgets import Static
 
 from app.i18n import N_, _
 from app.session.view import stored_part
@@ -35,6 +35,7 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
         border-left: outer $secondary;
         &:focus { background: $boost; }
         & > Horizontal { height: auto; }
+        & > Horizontal > Static { width: auto; }  /* Statics, not Labels: no Label CSS to parse */
         & .name { text-style: bold; color: $secondary; margin-right: 1; }
         & .arguments { color: $text-muted; width: 1fr; }
         & .status { margin-left: 1; }
@@ -56,9 +57,9 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
         call = self.block.call
         arguments = call.arguments if len(call.arguments) <= ARGUMENT_CHARS else call.arguments[:ARGUMENT_CHARS] + "…"
         with Horizontal():
-            yield Label(literal(call.name), classes="name")
-            yield Label(literal(arguments), classes="arguments")
-            yield Label("", classes="status")
+            yield Static(literal(call.name), classes="name")
+            yield Static(literal(arguments), classes="arguments")
+            yield Static("", classes="status")
         yield Static("", classes="result")
         yield Static("", classes="more")
 
@@ -67,7 +68,7 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
 
     def refresh_from_block(self) -> None:
         block = self.block
-        status = self.query_one(".status", Label)
+        status = self.query_one(".status", Static)
         status.set_classes(f"status -{block.status}")
         status.update(block.status_text())
         self.set_class(block.status == FAILED, "-failed")
