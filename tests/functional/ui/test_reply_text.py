@@ -15,7 +15,6 @@ from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.style import Style
-from textual.widgets.markdown import MarkdownParagraph
 
 from app.ui.widgets.reply_text import ReplyPiece, ReplyText, _SchemeLinks
 
@@ -147,7 +146,7 @@ def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_
 def _links(app: _Reply) -> list[str]:
     """The click actions of the links the reply shows, in order."""
     actions = []
-    for paragraph in app.query(MarkdownParagraph):
+    for paragraph in app.query("MarkdownParagraph"):
         for span in paragraph._content.spans:
             meta = span.style.meta if isinstance(span.style, Style) else {}
             if "@click" in meta:
