@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from app.i18n import _
 from app.terminal import PrintableStream, printable
-from app.ui.widgets.block import Block
+from app.ui.widgets.block import Block, PlainBackground
 from app.ui.widgets.reasoning import Reasoning
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from app.ui.widgets.reply_text import ReplyText
 
 
-class AssistantMessage(Vertical):
+class AssistantMessage(PlainBackground, Vertical):
     DEFAULT_CSS = """
     AssistantMessage {
         height: auto;

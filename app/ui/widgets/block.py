@@ -6,6 +6,8 @@ the user scrolls back to it, so an expanded list or a finished tool call looks t
 
 from __future__ import annotations
 
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from app.i18n import ngettext
@@ -28,6 +30,44 @@ class Block:
         widget = self.widget
         if widget is not None and widget.is_mounted:
             widget.refresh_from_block()  # type: ignore[attr-defined]
+
+
+class PlainBackground:
+    """For a container that draws nothing but its background: its lines are painted from one line
+    of each kind (top padding, content, bottom padding) instead of one by one.
+
+    Textual paints every line of a widget again whenever its size changes, and while a reply
+    streams the conversation's containers change size on every frame: a third of each frame went
+    on their blank lines, keys typed meanwhile waiting. A border, an outline, a hatch, a keyline
+    or content of its own makes the lines differ: such a container is painted line by line."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        widget: Widget = self  # type: ignore[assignment]
+        if crop.height <= 1 or not _draws_only_background(widget):
+            return super().render_lines(crop)  # type: ignore[misc]
+        top, _right, bottom, _left = widget.styles.gutter
+        content_end = widget.region.height - bottom
+        kinds: dict[int, Strip] = {}
+        lines = []
+        for y in range(crop.y, crop.bottom):
+            kind = 0 if y < top else 2 if y >= content_end else 1
+            line = kinds.get(kind)
+            if line is None:
+                (line,) = super().render_lines(Region(crop.x, y, crop.width, 1))  # type: ignore[misc]
+                kinds[kind] = line
+            lines.append(line)
+        return lines
+
+
+def _draws_only_background(widget: Widget) -> bool:
+    styles = widget.styles
+    return (
+        type(widget).render is Widget.render
+        and all(edge in ("", "none") for edge, _color in styles.border)
+        and all(edge in ("", "none") for edge, _color in styles.outline)
+        and (not styles.has_rule("hatch") or styles.hatch == "none")
+        and styles.keyline[0] == "none"
+    )
 
 
 class ExpandsOnClick:

@@ -23,7 +23,7 @@ from textual.geometry import Size
 
 from app.ui.messages import NewOutputBelow
 from app.ui.text import clip_lines
-from app.ui.widgets.block import Block
+from app.ui.widgets.block import Block, PlainBackground
 
 if TYPE_CHECKING:
     # The session models (pydantic) and the blocks' widgets are imported with the first item or
@@ -149,7 +149,7 @@ def _wrapped_lines(text: str, width: int) -> int:
     return sum(max(1, -(-len(line) // width)) for line in text.splitlines()) or 1
 
 
-class Conversation(VerticalScroll, can_focus=False):
+class Conversation(PlainBackground, VerticalScroll, can_focus=False):
     DEFAULT_CSS = """
     Conversation {
         layout: vertical;  /* not `stream`: its cached placements go stale when a widget is removed */

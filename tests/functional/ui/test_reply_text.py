@@ -15,8 +15,15 @@ from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.style import Style
+from textual.widgets import Markdown
 
-from app.ui.widgets.reply_text import ReplyPiece, ReplyText, _SchemeLinks
+from app.ui.widgets.reply_text import (
+    FlatBulletList,
+    FlatOrderedList,
+    ReplyPiece,
+    ReplyText,
+    _SchemeLinks,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -130,11 +137,11 @@ def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_
             scroller = app.query_one(VerticalScroll)
             scroller.anchor()
             reply = await _stream(app, pilot)
-            aside = len(reply.query_children(".-set-aside"))
+            aside = len(reply.set_aside())
             held = scroller.virtual_size.height
             scroller.scroll_home(animate=False)  # the user scrolls up: they come back
             await pilot.pause()
-            assert not reply.query_children(".-set-aside")
+            assert not reply.set_aside()
             assert scroller.virtual_size.height == held  # the spacer held their place exactly
             return _cells(app), aside, len(reply.query_children(ReplyPiece))
 
@@ -180,3 +187,72 @@ def test_the_link_pretest_lets_through_every_text_with_a_link(pieces: list[str])
     text = "".join(pieces)
     if LinkifyIt(options={"fuzzy_link": False}).test(text):
         assert _SchemeLinks(options={"fuzzy_link": False}).pretest(text)
+
+
+LISTS = """Before the lists.
+
+- one item
+- another item, long enough to wrap on a narrow screen: it goes on and on for a while, then stops
+- a third
+
+1. first
+2. second
+3. third
+4. fourth
+5. fifth
+6. sixth
+7. seventh
+8. eighth
+9. ninth
+10. tenth
+
+A list numbered from three:
+
+3. numbered from three
+4. and on
+
+- outer
+  - inner one
+  - inner two
+    1. deep
+- an item of two paragraphs
+
+  its second paragraph
+
+  ```python
+  code()
+  ```
+- last
+
+* a star list
++ a plus list
+
+After the lists.
+"""
+
+
+class _Whole(App[None]):
+    def __init__(self, markdown: type[Markdown]) -> None:
+        super().__init__()
+        self.markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield self.markdown(LISTS)
+
+
+@pytest.mark.parametrize("size", [(44, 60), (100, 50)])
+def test_lists_look_as_textuals_own(size: tuple[int, int]) -> None:
+    """A reply's lists are grids of bullets and items (two widgets an item, not five): on the
+    screen they must be Textual's lists, nested and numbered ones included."""
+
+    async def shown(markdown: type[Markdown]) -> tuple[list[tuple[str, str]], int]:
+        app = _Whole(markdown)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            return _cells(app), len(app.query(FlatBulletList)) + len(app.query(FlatOrderedList))
+
+    cells, flat = asyncio.run(shown(ReplyPiece))
+    textuals, none = asyncio.run(shown(Markdown))
+    assert (flat, none) == (8, 0)
+    assert cells == textuals
