@@ -35,6 +35,7 @@ from tests.functional.ui.chat_support import (
     type_text,
     until,
 )
+from tests.support.screen import screen_cells
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -282,16 +283,6 @@ def _rendering(app) -> list[tuple[object, ...]]:
     return shown
 
 
-def _cells(app) -> list[tuple[str, str]]:
-    """The screen cell by cell (character and style), however the segments happen to be split."""
-    import io
-
-    from rich.console import Console
-
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor", record=True)
-    console.print(app.screen._compositor.render_update(full=True))
-    return [(char, str(segment.style)) for segment in console._record_buffer for char in segment.text]
 
 
 def test_a_resumed_session_renders_as_it_did_live(bench) -> None:
@@ -307,7 +298,7 @@ def test_a_resumed_session_renders_as_it_did_live(bench) -> None:
             await settle(pilot)
             live = _rendering(app)
             await cursor_blink_off(pilot)
-            live_picture = _cells(app)
+            live_picture = screen_cells(app)
         (path,) = bench.sessions()
         return live, live_picture, path
 
@@ -319,7 +310,7 @@ def test_a_resumed_session_renders_as_it_did_live(bench) -> None:
             await until(pilot, lambda: app.writer is not None and app.chat.conversation.blocks)
             await settle(pilot)
             await cursor_blink_off(pilot)
-            return _rendering(app), _cells(app)
+            return _rendering(app), screen_cells(app)
 
     again, again_picture = run(resumed())
     assert again == live

@@ -5,16 +5,15 @@ keylines) must be painted line by line."""
 from __future__ import annotations
 
 import asyncio
-import io
 
 import pytest
-from rich.console import Console
 from textual._styles_cache import StylesCache
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from app.ui.widgets.block import PlainBackground
+from tests.support.screen import screen_cells
 
 LOOKS = {
     "padding and a background": "padding: 1 2 2 1; background: red 30%;",
@@ -50,11 +49,6 @@ class _Boxed(App[None]):
             static.styles.margin = (2, 4)
 
 
-def _cells(app: App[None]) -> list[tuple[str, str]]:
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor", record=True)
-    console.print(app.screen._compositor.render_update(full=True))
-    return [(char, str(segment.style)) for segment in console._record_buffer for char in segment.text]
 
 
 async def _painted(box: type[Vertical], look: str) -> tuple[list[tuple[str, str]], int]:
@@ -73,7 +67,7 @@ async def _painted(box: type[Vertical], look: str) -> tuple[list[tuple[str, str]
         StylesCache.render_line = counted  # type: ignore[method-assign]
         try:
             app.query_one(box).refresh()
-            cells = _cells(app)
+            cells = screen_cells(app)
         finally:
             StylesCache.render_line = render_line  # type: ignore[method-assign]
     return cells, painted

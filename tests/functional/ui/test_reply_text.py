@@ -4,13 +4,11 @@ exactly as the same text shown whole, as a resumed session shows it."""
 from __future__ import annotations
 
 import asyncio
-import io
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from linkify_it import LinkifyIt
-from rich.console import Console
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
@@ -24,6 +22,7 @@ from app.ui.widgets.reply_text import (
     ReplyText,
     _SchemeLinks,
 )
+from tests.support.screen import screen_cells
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -73,11 +72,6 @@ async def _stream(app: _Reply, pilot: Pilot[None], size: int = 23, start: int = 
     return reply
 
 
-def _cells(app: App[None]) -> list[tuple[str, str]]:
-    width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor", record=True)
-    console.print(app.screen._compositor.render_update(full=True))
-    return [(char, str(segment.style)) for segment in console._record_buffer for char in segment.text]
 
 
 async def _whole(size: tuple[int, int]) -> list[tuple[str, str]]:
@@ -86,7 +80,7 @@ async def _whole(size: tuple[int, int]) -> list[tuple[str, str]]:
         await pilot.pause()
         app.query_one(VerticalScroll).scroll_home(animate=False)
         await pilot.pause()
-        return _cells(app)
+        return screen_cells(app)
 
 
 # Fragment sizes that cut the reply in different places: 13 once closed a piece before a "`"
@@ -102,7 +96,7 @@ def test_a_streamed_reply_looks_as_the_same_text_shown_whole(fragment: int) -> N
         async with app.run_test(size=size) as pilot:
             reply = await _stream(app, pilot, fragment)
             pieces = len(reply.query_children(ReplyPiece))
-            return _cells(app), pieces
+            return screen_cells(app), pieces
 
     cells, pieces = asyncio.run(streamed())
     assert pieces >= 3  # the reply holds PIECE_BLOCKS blocks several times over
@@ -122,7 +116,7 @@ def test_a_reply_mounted_again_mid_stream_goes_on_as_one_streamed_from_the_start
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await _stream(app, pilot, 29, start=cut)
-            return _cells(app)
+            return screen_cells(app)
 
     assert asyncio.run(streamed()) == asyncio.run(_whole(size))
 
@@ -143,7 +137,7 @@ def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_
             await pilot.pause()
             assert not reply.set_aside()
             assert scroller.virtual_size.height == held  # the spacer held their place exactly
-            return _cells(app), aside, len(reply.query_children(ReplyPiece))
+            return screen_cells(app), aside, len(reply.query_children(ReplyPiece))
 
     cells, aside, pieces = asyncio.run(streamed())
     assert aside >= 1 and pieces >= 3
@@ -250,7 +244,7 @@ def test_lists_look_as_textuals_own(size: tuple[int, int]) -> None:
         app = _Whole(markdown)
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
-            return _cells(app), len(app.query(FlatBulletList)) + len(app.query(FlatOrderedList))
+            return screen_cells(app), len(app.query(FlatBulletList)) + len(app.query(FlatOrderedList))
 
     cells, flat = asyncio.run(shown(ReplyPiece))
     textuals, none = asyncio.run(shown(Markdown))
