@@ -49,8 +49,6 @@ class _Boxed(App[None]):
             static.styles.margin = (2, 4)
 
 
-
-
 async def _painted(box: type[Vertical], look: str) -> tuple[list[tuple[str, str]], int]:
     """The screen's cells, and how many of the box's lines went through Textual's line painter."""
     app = _Boxed(box, look)

@@ -72,8 +72,6 @@ async def _stream(app: _Reply, pilot: Pilot[None], size: int = 23, start: int = 
     return reply
 
 
-
-
 async def _whole(size: tuple[int, int]) -> list[tuple[str, str]]:
     app = _Reply(REPLY)
     async with app.run_test(size=size) as pilot:
