@@ -96,8 +96,8 @@ def _shared_parser() -> MarkdownIt:
 
 # Textual's list blocks, which `textual.widgets.markdown` does not export by name.
 _BulletList = Markdown.BLOCKS["bullet_list_open"]
-_OrderedList = Markdown.BLOCKS["ordered_list_open"]
-_LIST_ITEMS = (Markdown.BLOCKS["list_item_unordered_open"], Markdown.BLOCKS["list_item_ordered_open"])
+_ORDERED_ITEM = Markdown.BLOCKS["list_item_ordered_open"]
+_LIST_ITEMS = (Markdown.BLOCKS["list_item_unordered_open"], _ORDERED_ITEM)
 
 
 class ListBullet(Widget):
@@ -122,63 +122,51 @@ class ListBullet(Widget):
         return Content(self.symbol)
 
 
-class _FlatList:
-    """A list as a grid of two columns, bullet and item: Textual's own puts each item in a row and a
-    column of its own, five widgets for a one-line item where this has two (and the list), and a
-    frame costs about as much per widget shown as per line. It looks the same: the bullets are one
-    width in a list, so the first column is as wide as a row's bullet would be."""
+class FlatList(_BulletList):  # type: ignore[misc,valid-type]
+    """A list, bulleted or numbered, as a grid of two columns, bullet and item: Textual's own puts
+    each item in a row and a column of its own, five widgets for a one-line item where this has two
+    (and the list), and a frame costs about as much per widget shown as per line. It looks the same:
+    the bullets are one width in a list, so the first column is as wide as a row's bullet would be.
+    (Textual's two kinds of list differ only in their bullets.)"""
 
-    _blocks: list[MarkdownBlock]
+    DEFAULT_CSS = """
+    FlatList {
+        layout: grid;
+        grid-size: 2;
+        grid-columns: auto 1fr;
+        grid-rows: auto;
+        height: auto;
+        & > Vertical { height: auto; }
+    }
+    """
 
     def compose(self) -> ComposeResult:
         items = [block for block in self._blocks if isinstance(block, _LIST_ITEMS)]
-        for item, symbol in zip(items, self.symbols(items)):
+        for item, symbol in zip(items, _symbols(items)):
             yield ListBullet(symbol)
             yield item._blocks[0] if len(item._blocks) == 1 else Vertical(*item._blocks)
         self._blocks.clear()
 
-    def symbols(self, items: list[MarkdownBlock]) -> list[str]:
-        raise NotImplementedError
 
-
-_FLAT_LIST_CSS = """
-{list} {{
-    layout: grid;
-    grid-size: 2;
-    grid-columns: auto 1fr;
-    grid-rows: auto;
-    height: auto;
-    & > Vertical {{ height: auto; }}
-}}
-"""
-
-
-class FlatBulletList(_FlatList, _BulletList):  # type: ignore[misc,valid-type]
-    DEFAULT_CSS = _FLAT_LIST_CSS.format(list="FlatBulletList")
-
-    def symbols(self, items: list[MarkdownBlock]) -> list[str]:
+def _symbols(items: list[MarkdownBlock]) -> list[str]:
+    """Each item's bullet; numbers from the first item's on, right-aligned to the widest, as
+    Textual numbers them."""
+    if not items or not isinstance(items[0], _ORDERED_ITEM):
         return [item.bullet for item in items]  # type: ignore[attr-defined]
-
-
-class FlatOrderedList(_FlatList, _OrderedList):  # type: ignore[misc,valid-type]
-    DEFAULT_CSS = _FLAT_LIST_CSS.format(list="FlatOrderedList")
-
-    def symbols(self, items: list[MarkdownBlock]) -> list[str]:
-        """Numbered from the first item's number, right-aligned to the widest, as Textual does."""
-        try:
-            start = int(items[0].bullet) if items else 1  # type: ignore[attr-defined]
-        except ValueError:
-            start = 1
-        numbers = [f"{number}. " for number in range(start, start + len(items))]
-        width = max(map(len, numbers), default=0) + 1
-        return [number.rjust(width) for number in numbers]
+    try:
+        start = int(items[0].bullet)  # type: ignore[attr-defined]
+    except ValueError:
+        start = 1
+    numbers = [f"{number}. " for number in range(start, start + len(items))]
+    width = max(map(len, numbers)) + 1
+    return [number.rjust(width) for number in numbers]
 
 
 class ReplyPiece(PlainBackground, Markdown):
     """A part of the answer; once closed its blocks never change, so its height depends only on
     the width (Textual would measure every block again whenever the reply grows)."""
 
-    BLOCKS = Markdown.BLOCKS | {"bullet_list_open": FlatBulletList, "ordered_list_open": FlatOrderedList}
+    BLOCKS = Markdown.BLOCKS | {"bullet_list_open": FlatList, "ordered_list_open": FlatList}
 
     def __init__(self, markdown: str) -> None:
         super().__init__(markdown, parser_factory=_shared_parser)

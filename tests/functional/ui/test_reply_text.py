@@ -15,13 +15,7 @@ from textual.pilot import Pilot
 from textual.style import Style
 from textual.widgets import Markdown
 
-from app.ui.widgets.reply_text import (
-    FlatBulletList,
-    FlatOrderedList,
-    ReplyPiece,
-    ReplyText,
-    _SchemeLinks,
-)
+from app.ui.widgets.reply_text import FlatList, ReplyPiece, ReplyText, _SchemeLinks
 from tests.support.screen import screen_cells
 
 pytestmark = pytest.mark.timeout(120)
@@ -242,7 +236,7 @@ def test_lists_look_as_textuals_own(size: tuple[int, int]) -> None:
         app = _Whole(markdown)
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
-            return screen_cells(app), len(app.query(FlatBulletList)) + len(app.query(FlatOrderedList))
+            return screen_cells(app), len(app.query(FlatList))
 
     cells, flat = asyncio.run(shown(ReplyPiece))
     textuals, none = asyncio.run(shown(Markdown))
