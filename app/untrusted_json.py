@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 200
@@ -27,16 +28,17 @@ class JSONNestingError(json.JSONDecodeError):
     """Arrays and objects nested deeper than `MAX_DEPTH`; `pos` is the first bracket too many."""
 
 
-def loads(data: str | bytes) -> Any:
+def loads(data: str | bytes, *, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """`json.loads` for text from outside: raises ValueError when it cannot be read, never
     RecursionError for its nesting. Bytes are UTF-8.
 
     The depth is checked on the parsed value, not on the text: a long text (a pasted file inside a
-    string, say) costs no more than `json.loads` itself.
+    string, say) costs no more than `json.loads` itself. `object_pairs_hook` is `json.loads`'s
+    (it must return a dict).
     """
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=object_pairs_hook)
     except RecursionError:
         position = _too_deep_at(text)
         if position is None:

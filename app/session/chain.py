@@ -18,7 +18,7 @@ from pathlib import Path
 
 from app.i18n import _
 from app.session import structs
-from app.session.errors import SessionCorruptionError, SessionError, SessionNotFoundError
+from app.session.errors import SessionCorruptionError, SessionNotFoundError, StaleIndexError
 from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
 from app.session.models import events  # a log is read through Structs; models are built when asked
@@ -49,10 +49,6 @@ def collector_paused() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
-
-
-class StaleIndexError(SessionError):
-    """The file no longer matches its line index (it changed in place while being read)."""
 
 
 class Segment:
@@ -114,6 +110,11 @@ class Chain:
     @property
     def own(self) -> Segment:
         return self.segments[-1]
+
+    @property
+    def from_cache(self) -> bool:
+        """Whether any file's line index came from its cache (rather than from its bytes)."""
+        return any(segment.index.from_cache for segment in self.segments)
 
     @property
     def header(self) -> events.SessionHeader:
@@ -189,7 +190,7 @@ class Chain:
                     handle.seek(first)
                     texts = handle.read(last_end - first).split(b"\n")
                 if len(texts) != indexed:
-                    raise self._stale(segment)
+                    raise self.stale(segment)
             if take > indexed:
                 assert segment.last_line is not None
                 texts.append(segment.last_line)
@@ -275,9 +276,11 @@ class Chain:
                 yield _Run(self, segment, seqs[position : position + 1], segment.last_line + b"\n", line)
                 position += 1
                 continue
-            offsets, indexed = index.offsets, len(index)
-            first_seq = segment.first_seq
+            indexed, first_seq = len(index), segment.first_seq
             seqs_indexed_end = first_seq + min(indexed, segment.count)  # past this file's indexed lines
+            last_here = seqs[bisect.bisect_left(seqs, seqs_indexed_end, position) - 1] - first_seq
+            index.trust(line, last_here + 1)
+            offsets = index.offsets
             run_end = position + 1
             while (
                 run_end < len(seqs)
@@ -375,19 +378,17 @@ class Chain:
                     if reason is not None:
                         raise SessionCorruptionError(segment.path, number, reason)
                     apply(event)
-        # The types of the lines read, as validated, against the index's: one comparison in C, and
-        # only where they differ a look at each (the index knows a valid line with a space after
-        # `"type":` as UNKNOWN).
-        validated, indexed = checker.types(start, stop), self.types[start:stop]
-        if validated != indexed and any(code not in (UNKNOWN, seen) for code, seen in zip(indexed, validated)):
-            raise self._stale(segment)
+        # The types of the lines read, as validated, against the index's (one comparison in C): the
+        # index classifies every valid line as the strict reader does, so a difference means the
+        # index is not the file's.
+        if checker.types(start, stop) != self.types[start:stop]:
+            raise self.stale(segment)
 
     @staticmethod
-    def _stale(segment: Segment) -> StaleIndexError:
+    def stale(segment: Segment) -> StaleIndexError:
+        """The error for `segment`'s index not being its file's, its cache removed."""
         index_path(segment.path).unlink(missing_ok=True)
-        return StaleIndexError(
-            _("{path}: the file changed while it was read; open it again").format(path=segment.path)
-        )
+        return StaleIndexError(segment.path)
 
     def _check_inherited(self, segment: Segment, position: int, checker: InvariantChecker) -> None:
         assert segment.limit is not None
@@ -424,7 +425,7 @@ class _Run:
             end = (offsets[at + 1] if at + 1 < indexed else index.end) - 1 - start
             text = data[begin:end]
             if data[end : end + 1] != b"\n" or type_code(text) != types[at]:
-                raise self.chain._stale(segment)
+                raise self.chain.stale(segment)
             yield seq, segment, at + 2, text
 
     def decoded(self) -> list[structs.Envelope | events.Event] | None:
@@ -449,7 +450,7 @@ class _Run:
         parsed = structs.decode_run(data)
         if parsed is None or len(parsed) != count:
             return None
-        if bytes(map(_STRUCT_CODES.__getitem__, map(type, parsed))) != types[first : last + 1]:
+        if bytes(map(structs.STRUCT_CODES.__getitem__, map(type, parsed))) != types[first : last + 1]:
             return None  # not the lines the index saw: read one by one, which says so
         wanted: list[structs.Envelope | events.Event] = [parsed[seq - first_seq - first] for seq in self.seqs]
         # A wanted header nested deeper than the models parse is theirs to judge, alone; one not
@@ -475,20 +476,20 @@ class _Run:
 _EVENT_START = b'{"type":"'
 _NEXT_EVENT_START = b"\n" + _EVENT_START
 _HEADER = TYPE_CODES["request/header"]
-_STRUCT_CODES = {struct: TYPE_CODES[struct.type] for struct in structs.EVENT_STRUCTS}
 
 
 # --- opening -------------------------------------------------------------------------------------
 
 
-def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chain:
+def open_chain(path: Path, resolve_parent: ParentResolver | None = None, *, use_cache: bool = True) -> Chain:
     """Open `path` and its ancestors (walked in a loop, not recursively), validating header lines
-    and the fork points against each parent's line count."""
+    and the fork points against each parent's line count. Without `use_cache`, every file is
+    indexed from its bytes."""
     opened: list[tuple[events.SessionHeader, LineIndex, bytes | None, TornTail | None]] = []
     visited: set[Path] = set()
     current = path
     while True:
-        header, index, last_line, torn = _open_file(current)
+        header, index, last_line, torn = _open_file(current, use_cache)
         opened.append((header, index, last_line, torn))
         visited.add(current.resolve())
         if header.parent is None:
@@ -536,7 +537,7 @@ def open_chain(path: Path, resolve_parent: ParentResolver | None = None) -> Chai
     return Chain(segments, opened[-1][3])
 
 
-def _open_file(path: Path) -> tuple[events.SessionHeader | structs.SessionHeader, LineIndex, bytes | None, TornTail | None]:
+def _open_file(path: Path, use_cache: bool) -> tuple[events.SessionHeader | structs.SessionHeader, LineIndex, bytes | None, TornTail | None]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -548,7 +549,7 @@ def _open_file(path: Path) -> tuple[events.SessionHeader | structs.SessionHeader
         header = read_header_line(path, first_line.rstrip(b"\n"))
         if not first_line.endswith(b"\n"):
             return header, LineIndex(path, len(first_line), 0, end=len(first_line)), None, None
-        index, rest = open_index(path, handle, first_line.rstrip(b"\n"))
+        index, rest = open_index(path, handle, first_line.rstrip(b"\n"), use_cache=use_cache)
     if not rest:
         return header, index, None, None
     if _is_json(rest):

@@ -47,3 +47,15 @@ class SessionNotFoundError(SessionError):
 
         self.ref = ref
         super().__init__(_("no session {ref} (neither a session id nor a file)").format(ref=ref))
+
+
+class StaleIndexError(SessionError):
+    """The file no longer matches its line index: it changed while it was read, or it is not what
+    the index of its first lines was taken from. Never blamed on the session: reopening indexes it
+    again (`Session.validation` does so by itself)."""
+
+    def __init__(self, path: Path | str) -> None:
+        from app.i18n import _
+
+        self.path = Path(path)
+        super().__init__(_("{path}: the file changed while it was read; open it again").format(path=self.path))

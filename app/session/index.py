@@ -1,16 +1,18 @@
 """The line index of one session file (DESIGN §12): where each event line starts and its type.
 
-It is built by a linear byte scan that parses nothing: every event line starts with
-`{"type":"…"` (the writer puts `type` first), so the first 15 bytes of a line name its type. The
-index is a hint, never a verdict: a line it cannot classify gets `UNKNOWN`, and only the strict
-reader (`app.session.reader`) decides whether a line is valid.
+It is built by a linear byte scan: a line that starts as the writer writes it, `{"type":"` and the
+type's name, is classified by its first 15 bytes; any other line (another writer's spelling: spaces,
+escapes, `type` not first) is classified by parsing it (`declared_type`, the slow reference the
+byte prefix must agree with). The index is a hint, never a verdict: a line that is no event gets
+`UNKNOWN`, and only the strict reader (`app.session.reader`) decides whether a line is valid.
 
-It is cached beside the session as `<id>.jsonl.idx` (0600), keyed like the listing's cache by the
-file's size and mtime (plus its inode, a checksum of the header line and one of the last indexed
-line): a file that only grew has just its new bytes scanned; a file cut back to a torn tail is
-rescanned from its last complete line; a file replaced under the index is indexed again from the
-start. Reading the cache never trusts it beyond that key; writing it is best effort (a read-only
-directory only costs a rescan next time).
+It is cached beside the session as `<id>.jsonl.idx` (0600). The cache is untrusted input (it travels
+with copies; anyone may damage it): it is believed only when its seal (`app.session.seal`, a MAC
+under this account's key) checks out and its key — the file's device, inode, size, mtime and
+ctime, checksums of the header line and of the last indexed line — matches the file. A file that
+only grew keeps the index of its lines but nothing derived from their content; a file changed in
+any other way is indexed again from the start. Writing it is best effort (a read-only directory or
+a cache path that is not a regular file only costs a scan next time).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat as stat_module
 import threading
 import zlib
 from array import array
@@ -26,14 +29,20 @@ from operator import add, itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from app.session.errors import StaleIndexError
+from app.session.seal import SEAL_BYTES, seal, sealed
+from app.untrusted_json import loads
+
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"toolscope-index\n"
-INDEX_VERSION = 4  # 3: checkpoints one per line, call ids of the validation record as digests; 4: code counts
+INDEX_VERSION = 5  # 4: code counts; 5: sealed, keyed by device and ctime too
 CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache (3x as fast as 16 MB)
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
+CHECKPOINTS = "checkpoints"  # the `extra` key of the view's fold checkpoints
 PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
-COUNT_BLOCK = 4096  # lines per block of the per-block code counts
+COUNT_BLOCK = 4096  # lines per block of the per-block code counts, and of the offsets' seals
 BLOCK_COUNTS = "blocks"  # the `extra` key of those counts
+META_LIMIT = 1 << 20  # the longest meta line a cache may have (a few hundred bytes are written)
 
 # One byte per event line. Letters, so that a run of types can be searched with `re` and counted
 # with `bytes.count` in C.
@@ -61,11 +70,48 @@ _CODE_BY_PREFIX: dict[bytes, int] = {
 }
 assert len(_CODE_BY_PREFIX) == len(TYPE_CODES)
 _prefix_of = itemgetter(slice(0, PREFIX_LENGTH))
+AMBIGUOUS = object()
+"""What `declared_type` gives for an object whose `type` key appears twice with different values."""
+
+
+def prefix_code(line: bytes) -> int:
+    """The code the writer's spelling gives `line` by its first bytes; UNKNOWN when it does not
+    start that way (then only `declared_type` can tell)."""
+    return _CODE_BY_PREFIX.get(line[:PREFIX_LENGTH], UNKNOWN)
 
 
 def type_code(line: bytes) -> int:
-    """The code of one line (without its newline) by its leading bytes."""
-    return _CODE_BY_PREFIX.get(line[:PREFIX_LENGTH], UNKNOWN)
+    """The code of one line (its newline may be included): by its first bytes when they are the
+    writer's, else by parsing it."""
+    code = _CODE_BY_PREFIX.get(line[:PREFIX_LENGTH], UNKNOWN)
+    return code if code != UNKNOWN else _declared_code(line)
+
+
+def declared_type(line: bytes) -> object:
+    """The slow reference for a line's type: the value of its top-level `type` key as a JSON parser
+    reads it (the last one, as every parser toolscope uses takes it); `AMBIGUOUS` when that key
+    appears twice with different values (parsers disagree on those: the strict reader refuses
+    them); None when the line is not a JSON object or has no `type`."""
+    conflict = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal conflict  # the top-level object's pairs come last
+        values = [value for key, value in items if key == "type"]
+        conflict = any(value != values[0] for value in values[1:])
+        return dict(items)
+
+    try:
+        value = loads(line, object_pairs_hook=pairs)
+    except ValueError:  # bad UTF-8, a BOM, malformed or too deeply nested JSON
+        return None
+    if not isinstance(value, dict):
+        return None
+    return AMBIGUOUS if conflict else value.get("type")
+
+
+def _declared_code(line: bytes) -> int:
+    declared = declared_type(line)
+    return TYPE_CODES.get(declared, UNKNOWN) if isinstance(declared, str) else UNKNOWN
 
 
 def index_path(session_path: Path) -> Path:
@@ -74,62 +120,66 @@ def index_path(session_path: Path) -> Path:
 
 class Sections:
     """The `extra` records of an index, each read only when first asked for: opening a session
-    reads none of them. A record is JSON (`get`) or bytes of its own layout (`raw`), by its key.
+    reads none of them. A record is bytes of its own layout, by its key, and carries its own seal:
+    one that does not check out when read is treated as absent (its owner records it again).
     `source` is the cache file with its meta line and where each record lies in it; a record is
     read only while the file still has that meta line (another process may have saved a newer
-    cache since). A record is encoded once, when it is set: saving again copies bytes."""
+    cache since). A record is sealed once, when it is set: saving again copies bytes and seal."""
 
-    def __init__(self, source: tuple[Path, bytes, dict[str, tuple[int, int]]] | None = None) -> None:
+    def __init__(self, source: tuple[Path, bytes, dict[str, tuple[int, int, bytes]]] | None = None) -> None:
         self._source = source
         self._raw: dict[str, bytes | None] = {}  # None: discarded
-        self._parsed: dict[str, Any] = {}
+        self._seals: dict[str, bytes] = {}
 
     def _read(self, key: str) -> bytes | None:
         if self._source is None or key not in self._source[2]:
             return None
         cache_path, meta_line, places = self._source
-        start, length = places[key]
-        try:
-            with cache_path.open("rb") as cache:
-                if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC or cache.readline() != meta_line:
-                    return None
-                cache.seek(start)
-                raw = cache.read(length)
-        except OSError:
+        start, length, tag = places[key]
+        cache = _open_cache(cache_path)
+        if cache is None:
             return None
-        return raw if len(raw) == length else None
+        with cache:
+            if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC or not cache.readline(SEAL_BYTES * 2 + 2):
+                return None
+            if cache.readline(META_LIMIT) != meta_line:
+                return None
+            cache.seek(start)
+            raw = cache.read(length)
+        if len(raw) != length or not sealed(tag, key.encode(), b"\0", raw):
+            return None
+        self._seals[key] = tag
+        return raw
 
     def raw(self, key: str) -> bytes | None:
         if key not in self._raw:
             self._raw[key] = self._read(key)
         return self._raw[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        if key not in self._parsed:
-            raw = self.raw(key)
-            try:
-                self._parsed[key] = json.loads(raw) if raw is not None else None
-            except ValueError:
-                self._parsed[key] = None
-        value = self._parsed[key]
-        return value if value is not None else default
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._raw[key] = json.dumps(value, separators=(",", ":")).encode()
-        self._parsed[key] = value
-
     def set_raw(self, key: str, value: bytes) -> None:
         self._raw[key] = value
-        self._parsed.pop(key, None)
+        self._seals.pop(key, None)
 
     def discard(self, key: str) -> None:
         self._raw[key] = None
-        self._parsed[key] = None
 
-    def encoded(self) -> dict[str, bytes]:
-        """Every record as it is stored (the unread ones as they are in the cache file)."""
+    def sealed_records(self) -> dict[str, tuple[bytes, bytes]] | None:
+        """Every record as it is stored, with its seal (the unread ones read, and checked, from the
+        cache file); None when there is no key to seal with."""
         keys = [*(self._source[2] if self._source else ()), *self._raw]
-        return {key: raw for key in dict.fromkeys(keys) if (raw := self.raw(key)) is not None}
+        records = {}
+        for key in dict.fromkeys(keys):
+            raw = self.raw(key)
+            if raw is None:
+                continue
+            tag = self._seals.get(key)
+            if tag is None:
+                tag = seal(key.encode(), b"\0", raw)
+                if tag is None:
+                    return None
+                self._seals[key] = tag
+            records[key] = (raw, tag)
+        return records
 
 
 class LineIndex:
@@ -139,6 +189,9 @@ class LineIndex:
     A last line without a newline is not indexed: the reader decides whether it is a torn write or
     a complete event whose newline is missing. (A plain class: a dataclass would be compiled
     before a resumed chat's first frame.)
+
+    Offsets read from the cache are checked a block of `COUNT_BLOCK` lines at a time, against the
+    block's seal, when first used (`trust`): opening a log of a million lines reads none of them.
     """
 
     def __init__(
@@ -151,6 +204,7 @@ class LineIndex:
         end: int = 0,
         extra: Sections | None = None,
         saved_code_counts: dict[int, int] | None = None,
+        offset_seals: list[bytes] | None = None,
     ) -> None:
         self.path = path
         self.header_end = header_end
@@ -168,9 +222,42 @@ class LineIndex:
         current with the lines added, so that how many events of a kind there are is known without
         a pass over `types` (a million of them take milliseconds)."""
         self._block_table: array | None = None
+        self._offset_seals: list[bytes] = offset_seals if offset_seals is not None else []
+        """The seal of each block of offsets as last saved (the last block may have been partial)."""
+        self._sealed_blocks = len(self.offsets) // COUNT_BLOCK if offset_seals else 0
+        """How many of those seals are of complete blocks, whose offsets never change again."""
+        self._unchecked: bytearray | None = bytearray(b"\1") * len(self._offset_seals) if offset_seals else None
+        """Per block of offsets read from the cache, 1 until `trust` has checked it; None when every
+        offset was found by this process."""
+        self.from_cache = False
+        """Whether the lines it knew when opened came from the cache rather than from a scan."""
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def trust(self, first: int, last: int) -> None:
+        """Check the offsets of lines `first..last` against their blocks' seals before they are
+        used. A block that does not check out means the cache was damaged: the file is indexed
+        again and, if its lines are still those the index knows, its offsets replace the cache's
+        (StaleIndexError if they are not)."""
+        unchecked = self._unchecked
+        if unchecked is None:
+            return
+        for block in range(max(first, 0) // COUNT_BLOCK, min(last // COUNT_BLOCK + 1, len(unchecked))):
+            if unchecked[block]:
+                if not sealed(self._offset_seals[block], *_offset_block(self.offsets, block)):
+                    self._reindex()
+                    return
+                unchecked[block] = 0
+
+    def _reindex(self) -> None:
+        fresh = LineIndex(self.path, self.header_end, self.header_crc, end=self.header_end)
+        with self.path.open("rb") as handle:
+            fresh.scan(handle, stop=self.end)
+        if fresh.end != self.end or fresh.types != self.types[: len(fresh.types)] or len(fresh) != len(self):
+            index_path(self.path).unlink(missing_ok=True)
+            raise StaleIndexError(self.path)
+        self.offsets, self._offset_seals, self._sealed_blocks, self._unchecked = fresh.offsets, [], 0, None
 
     def block_counts(self) -> array:
         """How many lines of each code (`COUNTED_CODES`, one column each) every complete block of
@@ -222,10 +309,14 @@ class LineIndex:
 
     def span(self, line: int) -> tuple[int, int]:
         """(start, end) of event line `line` (0-based), newline excluded."""
+        self.trust(line, line + 1)
         stop = self.offsets[line + 1] if line + 1 < len(self.offsets) else self.end
         return self.offsets[line], stop - 1
 
     def _growable(self) -> array:
+        """The offsets as an array lines can be added to: a partial last block is checked first, as
+        what is added joins it."""
+        self.trust(len(self.offsets) - 1, len(self.offsets) - 1)
         if isinstance(self.offsets, memoryview):
             copied = array("Q")
             copied.frombytes(self.offsets.cast("B"))
@@ -243,15 +334,16 @@ class LineIndex:
 
     # --- building --------------------------------------------------------------------------------
 
-    def scan(self, handle: BinaryIO) -> bytes:
-        """Index the complete lines after `end`; return the bytes after the last newline."""
+    def scan(self, handle: BinaryIO, stop: int | None = None) -> bytes:
+        """Index the complete lines after `end` (up to `stop`, if given); return the bytes after the
+        last newline. A line the writer's spelling does not classify is parsed (`type_code`)."""
         handle.seek(self.end)
         known = len(self.types)
         if not known:
             self.saved_code_counts = {}  # counted as the lines are found
         pending: list[bytes] = []  # a line still without its newline, in the chunks read so far
         position = self.end
-        while chunk := handle.read(CHUNK_SIZE):
+        while chunk := handle.read(CHUNK_SIZE if stop is None else min(CHUNK_SIZE, stop - handle.tell())):
             lines = chunk.split(b"\n")
             if len(lines) == 1:
                 pending.append(chunk)
@@ -263,18 +355,24 @@ class LineIndex:
             starts = array("Q", accumulate(map(add, map(len, lines), repeat(1)), initial=position))
             position = starts.pop()
             self._growable().extend(starts)
+            first = len(self.types)
             self.types.extend(map(_CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
+            unknown = self.types.find(UNKNOWN, first)
+            while unknown >= 0:
+                self.types[unknown] = _declared_code(lines[unknown - first])
+                unknown = self.types.find(UNKNOWN, unknown + 1)
         self.end = position
         self._counted_from(known)
         return b"".join(pending)
 
 
-def open_index(path: Path, handle: BinaryIO, header_line: bytes) -> tuple[LineIndex, bytes]:
+def open_index(path: Path, handle: BinaryIO, header_line: bytes, *, use_cache: bool = True) -> tuple[LineIndex, bytes]:
     """The index of the open session file `handle` (positioned anywhere), from the cache where it
-    is still good, brought up to date by scanning what it does not cover; and the bytes after the
-    file's last newline. Saves the cache when it had to scan."""
+    checks out (and `use_cache`), brought up to date by scanning what it does not cover; and the
+    bytes after the file's last newline. Saves the cache when it had to scan."""
     header_crc = zlib.crc32(header_line)
-    cached = _load(path, os.fstat(handle.fileno()), header_crc, handle)
+    status = os.fstat(handle.fileno())
+    cached = _load(path, status, len(header_line) + 1, header_crc, handle) if use_cache else None
     index = cached[0] if cached is not None else LineIndex(
         path=path, header_end=len(header_line) + 1, header_crc=header_crc, end=len(header_line) + 1
     )
@@ -288,100 +386,213 @@ def open_index(path: Path, handle: BinaryIO, header_line: bytes) -> tuple[LineIn
 
 
 def save_index(index: LineIndex) -> None:
-    """Write the cache atomically (0600); keyed by the file as it is now. Best effort."""
+    """Write the cache atomically (0600), sealed; keyed by the file as it is now. Best effort: not
+    written without a key, nor over anything but a regular file."""
     target = index_path(index.path)
+    temporary: Path | None = None
     try:
-        stat = index.path.stat()
+        try:
+            if not stat_module.S_ISREG(os.lstat(target).st_mode):
+                return  # a directory, a FIFO, a link… in the cache's place: not ours to replace
+        except FileNotFoundError:
+            pass
+        status = index.path.stat()
+        index.block_counts()  # kept with the index (new blocks only)
+        records = index.extra.sealed_records()
+        offset_seals = _offset_seals(index)
+        if records is None or offset_seals is None:
+            return
         meta = {
             "version": INDEX_VERSION,
-            "size": stat.st_size,
-            "mtime": stat.st_mtime_ns,
-            "inode": stat.st_ino,
+            "size": status.st_size,
+            "mtime": status.st_mtime_ns,
+            "ctime": status.st_ctime_ns,
+            "inode": status.st_ino,
+            "device": status.st_dev,
             "headerEnd": index.header_end,
             "headerCrc": index.header_crc,
             "end": index.end,
             "count": len(index),
             "lastCrc": _last_line_crc(index, None),
             "codes": {str(code): number for code, number in index.code_counts().items()},
+            "sections": {key: [len(raw), tag.hex()] for key, (raw, tag) in records.items()},
         }
-        index.block_counts()  # kept with the index (new blocks only)
-        sections = index.extra.encoded()
-        meta["sections"] = {key: len(raw) for key, raw in sections.items()}
+        meta_line = json.dumps(meta, separators=(",", ":")).encode() + b"\n"
+        seals = b"".join(offset_seals)
+        tag = seal(meta_line, bytes(index.types), seals)
+        if tag is None:
+            return
         # A viewer's worker thread may save while its UI thread does: one temporary file each.
         temporary = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(INDEX_MAGIC)
-            handle.write(json.dumps(meta, separators=(",", ":")).encode() + b"\n")
-            handle.write(index.offsets.tobytes())
+            handle.write(tag.hex().encode() + b"\n")
+            handle.write(meta_line)
+            handle.write(index.offsets.tobytes() if isinstance(index.offsets, array) else index.offsets.cast("B"))
             handle.write(index.types)
-            for raw in sections.values():
+            handle.write(seals)
+            for raw, _tag in records.values():
                 handle.write(raw)
         os.replace(temporary, target)
-    except (OSError, ValueError):
+        temporary = None
+    except (OSError, ValueError, StaleIndexError):
         pass
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
+
+
+def _offset_block(offsets: array | memoryview, block: int) -> tuple[bytes, bytes]:
+    """What the seal of a block of offsets covers: its number and its bytes."""
+    start = block * COUNT_BLOCK
+    part = offsets[start : start + COUNT_BLOCK]
+    return block.to_bytes(8, "little"), part.tobytes()
+
+
+def _offset_seals(index: LineIndex) -> list[bytes] | None:
+    """The seal of every block of offsets (the last one may be partial): those of complete blocks
+    already sealed as they were (a block not yet checked stays as checkable as it was), the others
+    made anew — from offsets checked first, so a damaged cache is never sealed as good. None
+    without a key."""
+    offsets = index.offsets
+    seals = index._offset_seals[: index._sealed_blocks]
+    for block in range(len(seals), -(-len(offsets) // COUNT_BLOCK)):
+        index.trust(block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK - 1)
+        tag = seal(*_offset_block(index.offsets, block))
+        if tag is None:
+            return None
+        seals.append(tag)
+    index._offset_seals, index._sealed_blocks = seals, len(offsets) // COUNT_BLOCK
+    return seals
+
+
+def _open_cache(path: Path) -> BinaryIO | None:
+    """The cache file for reading if it is a regular file (never a FIFO that would block, a device,
+    a directory or a symlink to one of those); None otherwise."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat_module.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            return None
+        return os.fdopen(descriptor, "rb")
+    except OSError:
+        os.close(descriptor)
+        return None
+
+
+_KEY_FIELDS = ("size", "mtime", "ctime", "inode", "device", "headerEnd", "headerCrc", "end", "count", "lastCrc")
 
 
 def _load(
-    path: Path, stat: os.stat_result, header_crc: int, handle: BinaryIO
+    path: Path, status: os.stat_result, header_end: int, header_crc: int, handle: BinaryIO
 ) -> tuple[LineIndex, bool] | None:
-    """(index, current) from the cache, or None when there is none or it describes another file.
+    """(index, current) from the cache, or None when there is none, it does not check out or it
+    describes another file.
 
-    `current` is true when the file is exactly as the index saw it; otherwise the index is good up
-    to `end` and the bytes after it still need a scan.
+    `current` is true when the file is exactly as the index saw it; otherwise the file grew, the
+    index is good up to `end` and the bytes after it still need a scan.
     """
-    try:
-        with index_path(path).open("rb") as cache:
+    cache = _open_cache(index_path(path))
+    if cache is None:
+        return None
+    with cache:
+        try:
             if cache.read(len(INDEX_MAGIC)) != INDEX_MAGIC:
                 return None
-            meta_line = cache.readline()
-            meta = json.loads(meta_line)
-            if meta.get("version") != INDEX_VERSION or meta["headerCrc"] != header_crc:
+            tag = bytes.fromhex(cache.readline(SEAL_BYTES * 2 + 2).decode("ascii"))
+            meta_line = cache.readline(META_LIMIT)
+            meta = _meta_of(meta_line)
+            if meta is None or meta["headerCrc"] != header_crc or meta["headerEnd"] != header_end:
+                return None
+            if meta["inode"] != status.st_ino or meta["device"] != status.st_dev:
                 return None
             count, start = meta["count"], cache.tell()
-            if not isinstance(count, int) or count < 0:
-                return None
-            places, end = {}, start + count * 9
-            for key, length in meta["sections"].items():
-                places[str(key)] = (end, int(length))
-                end += int(length)
+            blocks = -(-count // COUNT_BLOCK)
+            places: dict[str, tuple[int, int, bytes]] = {}
+            end = start + count * 9 + blocks * SEAL_BYTES
+            for key, (length, section_tag) in meta["sections"].items():
+                places[key] = (end, length, bytes.fromhex(section_tag))
+                end += length
             if os.fstat(cache.fileno()).st_size != end:
+                return None
+            cache.seek(start + count * 8)
+            types = bytearray(count)
+            seals = bytearray(blocks * SEAL_BYTES)
+            if cache.readinto(types) != count or cache.readinto(seals) != len(seals):
+                return None
+            if len(tag) != SEAL_BYTES or not sealed(tag, meta_line, bytes(types), bytes(seals)):
                 return None
             offsets: array | memoryview = array("Q")
             if count:
                 mapped = mmap.mmap(cache.fileno(), 0, access=mmap.ACCESS_READ)
                 offsets = memoryview(mapped)[start : start + count * 8].cast("Q")
-            cache.seek(start + count * 8)
-            types = bytearray(count)
-            read = cache.readinto(types)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    if read != count or meta["inode"] != stat.st_ino:
-        return None
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
     index = LineIndex(
         path=path,
-        header_end=meta["headerEnd"],
+        header_end=header_end,
         header_crc=header_crc,
         offsets=offsets,
         types=types,
         end=meta["end"],
         extra=Sections((index_path(path), meta_line, places)),
-        saved_code_counts=_code_counts_of(meta.get("codes"), count),
+        saved_code_counts=_code_counts_of(meta["codes"], count),
+        offset_seals=[bytes(seals[i : i + SEAL_BYTES]) for i in range(0, len(seals), SEAL_BYTES)],
     )
-    if stat.st_size == meta["size"] and stat.st_mtime_ns == meta["mtime"]:
+    index.from_cache = True
+    if (status.st_size, status.st_mtime_ns, status.st_ctime_ns) == (meta["size"], meta["mtime"], meta["ctime"]):
         return index, True
-    # A record that every line was validated holds for the file exactly as it was (DESIGN §12).
-    index.extra.discard(VALIDATED)
-    # Changed since. Logs only grow, or lose a torn tail after their last complete line: reuse the
-    # index then, if the file still holds the last indexed line where it was. A file of the same
-    # size with another mtime was rewritten: index it again.
-    if (
-        stat.st_size == meta["size"]
-        or stat.st_size < index.end
-        or _last_line_crc(index, handle) != meta["lastCrc"]
-    ):
+    # Changed since. Logs only grow, or lose a torn tail after their last complete line: keep the
+    # index of the lines then, if the file still holds the last indexed line where it was; but
+    # nothing derived from what the lines say (the validation record, the fold checkpoints), which
+    # holds for the file exactly as it was (DESIGN §12). A file of the same size was rewritten:
+    # index it again.
+    try:
+        if (
+            status.st_size == meta["size"]
+            or status.st_size < index.end
+            or _last_line_crc(index, handle) != meta["lastCrc"]
+        ):
+            return None
+    except StaleIndexError:  # its offsets did not check out, and the file is not what it indexed
         return None
+    index.extra.discard(VALIDATED)
+    index.extra.discard(CHECKPOINTS)
     return index, False
+
+
+def _meta_of(line: bytes) -> dict[str, Any] | None:
+    """The meta line of a cache if it has exactly the shape `save_index` writes, else None."""
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        meta = loads(line)
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("version") != INDEX_VERSION:
+        return None
+    if not all(type(meta.get(key)) is int and meta[key] >= 0 for key in _KEY_FIELDS):
+        return None
+    if not meta["headerEnd"] <= meta["end"] <= meta["size"] or meta["count"] > meta["end"] - meta["headerEnd"]:
+        return None
+    codes, sections = meta.get("codes"), meta.get("sections")
+    if not isinstance(codes, dict) or not isinstance(sections, dict):
+        return None
+    for place in sections.values():
+        if not (
+            isinstance(place, list)
+            and len(place) == 2
+            and type(place[0]) is int
+            and place[0] >= 0
+            and isinstance(place[1], str)
+            and len(place[1]) == SEAL_BYTES * 2
+        ):
+            return None
+    return meta
 
 
 def _counted(types: bytearray, start: int) -> dict[int, int]:
@@ -408,6 +619,7 @@ def _last_line_crc(index: LineIndex, handle: BinaryIO | None) -> int:
     """Checksum of the last indexed line as the file holds it now (0 when nothing is indexed)."""
     if not len(index):
         return 0
+    index.trust(len(index) - 1, len(index) - 1)
     start = index.offsets[-1]
     if handle is None:
         with index.path.open("rb") as own:

@@ -645,12 +645,16 @@ class IndexedView:
     def _restore(self, number: int) -> Cursor:
         """Checkpoint `number` as a cursor. One that is not what a fold records (the cache was
         damaged) is dropped with those after it and recorded again from an earlier one."""
+        recorded_again = False
         while True:
             state = _checked_state(self._checkpoints[number], number * self._every, self._chain.types)
             if state is not None and state[1] == self._requests.rank(state[0]):
                 return Cursor.from_json(state, self._chain)
+            if recorded_again:  # one this process just recorded: the index's counts are not its codes'
+                raise Chain.stale(self._chain.own)
             del self._checkpoints[number:]
             self._extend_checkpoints(number * self._every)
+            recorded_again = True
 
     def _extend_checkpoints(self, seq: int) -> None:
         """Record the checkpoints up to `seq` that no one recorded yet (a fold over few events)."""

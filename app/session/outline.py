@@ -102,6 +102,7 @@ def lines_containing(
     for segment in chain.segments:
         count = min(segment.count, len(segment.index))
         if count:
+            segment.index.trust(0, count)
             spans.append((segment, count, segment.index.offsets[0], segment.index.span(count - 1)[1] + 1))
     total = sum(stop - start for _segment, _count, start, stop in spans)
     done = 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
 from app.session.ids import FORMAT_VERSION
+from app.session.index import AMBIGUOUS, TYPE_CODES, UNKNOWN, declared_type, prefix_code
 from app.session.invariants import InvariantChecker
 from app.session.models import events  # imported by the first line msgspec refuses: the models judge it
 from app.untrusted_json import loads
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
 
     from app.session import structs
 
-# Every event line starts with exactly these bytes: `type` first, no whitespace. Fast readers
-# classify a line by what follows.
-EVENT_LINE_PREFIX = b'{"type":'
 BOM = b"\xef\xbb\xbf"
 
 ParentResolver = Callable[[str], Path]
@@ -111,15 +109,21 @@ def read_header_line(path: Path, line: bytes) -> events.SessionHeader | structs.
 
 
 def decode_event_line(line: bytes) -> events.Event:
-    """Validate one event line (without its newline) strictly; raise EventLineError if invalid."""
+    """Validate one event line (without its newline) strictly, whatever its JSON spelling (spaces,
+    escapes, key order); raise EventLineError if invalid. A line whose `type` key appears twice
+    with different values is refused: parsers disagree on which one counts (the line index's byte
+    prefix reads the first, every parser here the last)."""
     from pydantic import ValidationError
 
-    if line.startswith(EVENT_LINE_PREFIX):
-        try:
-            return events.EVENT_ADAPTER.validate_json(line)
-        except ValidationError as error:
-            _diagnose(line, error)
-    _diagnose(line, None)
+    try:
+        event = events.EVENT_ADAPTER.validate_json(line)
+    except ValidationError as error:
+        _diagnose(line, error)
+    prefix = prefix_code(line)
+    ambiguous = prefix != TYPE_CODES[event.type] if prefix != UNKNOWN else declared_type(line) is AMBIGUOUS
+    if ambiguous:
+        _diagnose(line, None)
+    return event
 
 
 def _diagnose(line: bytes, error: ValidationError | None) -> NoReturn:
@@ -133,10 +137,10 @@ def _diagnose(line: bytes, error: ValidationError | None) -> NoReturn:
         )
     if "type" not in obj:
         raise EventLineError(_('the event has no "type" key'))
-    if not line.startswith(EVENT_LINE_PREFIX):
-        raise EventLineError(_('"type" must be the first key: an event line starts with {prefix}').format(
-            prefix=EVENT_LINE_PREFIX.decode()
-        ))
+    declared = declared_type(line)
+    first = prefix_code(line)  # the first `type` (when spelt as the writer does), against the last
+    if declared is AMBIGUOUS or first not in (UNKNOWN, TYPE_CODES.get(declared) if isinstance(declared, str) else None):
+        raise EventLineError(_('the key "type" appears more than once, with different values'))
     type_ = obj["type"]
     if not isinstance(type_, str):
         raise EventLineError(_('"type" must be a string'))

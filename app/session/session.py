@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from app.i18n import _
 from app.session.chain import Chain, open_chain
-from app.session.errors import SessionCorruptionError
+from app.session.errors import SessionCorruptionError, StaleIndexError
 from app.session.index import VALIDATED, save_index
 from app.session.indexed import IndexedView
 from app.session.models import events  # imported when first used: a log is read through Structs
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 class Session:
     """Read-only access to one session log. Never writes to the file (only its index cache)."""
 
-    def __init__(self, chain: Chain) -> None:
+    def __init__(self, chain: Chain, resolve_parent: ParentResolver | None = None) -> None:
         self.chain = chain
+        self._resolve_parent = resolve_parent
         self._checker = InvariantChecker()
         self._validation: Iterator[int] | None = None
         self._validated = False
@@ -41,7 +42,7 @@ class Session:
 
     @classmethod
     def open(cls, source: Path | str, *, resolve_parent: ParentResolver | None = None) -> Session:
-        return cls(open_chain(Path(source), resolve_parent))
+        return cls(open_chain(Path(source), resolve_parent), resolve_parent)
 
     @property
     def id(self) -> str:
@@ -83,8 +84,21 @@ class Session:
             self._checker = self._recorded_checker() or self._checker
             self._validation = self.chain.validate(self._checker)
         recorded = self._checker.next_seq
-        for count in self._validation:
-            yield count
+        try:
+            for count in self._validation:
+                yield count
+        except StaleIndexError:
+            # The index was not the file's (the file changed, or the lines a kept index covers
+            # are no longer those it saw; its cache is gone). Before anything was read through it,
+            # the file is indexed again and validated from the start; after, the reader must reopen.
+            if self._view is not None or not self.chain.from_cache:
+                raise
+            self.chain = open_chain(self.path, self._resolve_parent, use_cache=False)
+            self._checker = InvariantChecker()
+            self._validation = self.chain.validate(self._checker)
+            recorded = 0
+            for count in self._validation:
+                yield count
         self._validated = True
         if self._checker.next_seq != recorded:
             self.save_index()  # with the record of it: the next open need not validate again

@@ -22,7 +22,7 @@ import msgspec
 
 from app.session.ids import SESSION_ID_PATTERN
 from app.session.models import events  # imported by the first model built (`_Builders`), not by a read
-from app.session.reader import EVENT_LINE_PREFIX
+from app.session.index import TYPE_CODES, UNKNOWN, prefix_code
 from app.untrusted_json import MAX_DEPTH
 
 if TYPE_CHECKING:
@@ -271,6 +271,8 @@ class CompactionSummary(Envelope, tag="compaction/summary"):
 
 
 EVENT_STRUCTS: tuple[type[Envelope], ...] = tuple(Envelope.__subclasses__())  # one per event type
+STRUCT_CODES: dict[type[Envelope], int] = {struct: TYPE_CODES[struct.type] for struct in EVENT_STRUCTS}
+"""The line index's type code of each Struct."""
 _DECODER = msgspec.json.Decoder(Union[EVENT_STRUCTS])  # type: ignore[valid-type]
 _HEADER_DECODER = msgspec.json.Decoder(SessionHeader)
 _DECODE_ERRORS = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
@@ -283,12 +285,15 @@ def decode_valid(line: bytes) -> Envelope | None:
     msgspec nests about 1,000 levels deep, pydantic's parser 200 (`MAX_DEPTH`): only a header's
     free-form JSON (`config`, a tool's `parameters`) can nest that deep in a line the Structs
     accept, so a header with more brackets than that is left to the models to judge."""
-    if not line.startswith(EVENT_LINE_PREFIX):
-        return None
+    code = prefix_code(line)
+    if code == UNKNOWN:
+        return None  # spelt otherwise than the writer does: the models judge it, `type` key and all
     try:
         event = _DECODER.decode(line)
     except _DECODE_ERRORS:
         return None
+    if STRUCT_CODES[type(event)] != code:
+        return None  # a second `type` key: the models say why
     if type(event) is RequestHeader and not within_models_bound(line):
         return None
     return event  # type: ignore[no-any-return]

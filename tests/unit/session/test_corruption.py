@@ -104,9 +104,13 @@ CASES: dict[str, Case] = {
         replacing(2, b'["step/start",2]'),
         CORRUPT, 4, r"the line is not a JSON object \(found an array\)",
     ),
-    "type not the first key": Case(
-        replacing(2, b'{"seq":2,"type":"step/start","time":1,"data":{"turn":1,"step":1}}'),
-        CORRUPT, 4, r'"type" must be the first key: an event line starts with \{"type":',
+    "type given twice, spelt as the writer does": Case(
+        replacing(2, b'{"type":"step/start","seq":2,"time":1,"data":{"turn":1,"step":1},"type":"step/end"}'),
+        CORRUPT, 4, r'the key "type" appears more than once, with different values',
+    ),
+    "type given twice, spelt otherwise": Case(
+        replacing(2, b'{"seq": 2, "type": "step/start", "time": 1, "data": {"turn": 1, "step": 1}, "type": "step/end"}'),
+        CORRUPT, 4, r'the key "type" appears more than once, with different values',
     ),
     "type missing": Case(
         replacing(2, b'{"seq":2,"time":1,"data":{"turn":1,"step":1}}'),

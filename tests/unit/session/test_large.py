@@ -32,6 +32,7 @@ from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
 from app.session.view import HeaderItem, SessionView
 from tests.support.histories import GeneratedLog, session_logs
+from tests.support.index_cache import IndexCache
 
 
 def _assert_same(view: IndexedView, expected: SessionView) -> None:
@@ -178,9 +179,10 @@ def test_code_counts_that_do_not_add_up_are_counted_again(logs) -> None:  # type
     path = logs.write("damaged", logs.completed_turn())
     expected = list(Session.open(path).view().items)
     user = str(TYPE_CODES["user/message"])
-    assert _cache_meta(path)["codes"][user] == 1
-    cache = index_path(path)
-    cache.write_bytes(cache.read_bytes().replace(f'"{user}":1,'.encode(), f'"{user}":4,'.encode(), 1))
+    cache = IndexCache.read(path)
+    assert cache.meta["codes"][user] == 1
+    cache.meta["codes"][user] = 4
+    cache.write(path)  # sealed: what only a bug of toolscope's own could write
 
     view = Session.open(path).view()
 
@@ -225,9 +227,15 @@ def test_a_header_nested_past_the_models_bound_is_corrupt_to_validation_and_the_
 
 
 def _cache_meta(path: Path) -> dict:  # type: ignore[type-arg]
-    with index_path(path).open("rb") as handle:
-        assert handle.read(len(INDEX_MAGIC)) == INDEX_MAGIC
-        return json.loads(handle.readline())
+    return IndexCache.read(path).meta
+
+
+def _as_if_unchanged(cache: IndexCache, path: Path) -> IndexCache:
+    """`cache` keyed to the file as it is now: what a cache sealed after an edit would hold (a test
+    of what the reader does with a record the seal vouches for)."""
+    status = path.stat()
+    cache.meta.update(size=status.st_size, mtime=status.st_mtime_ns, ctime=status.st_ctime_ns)
+    return cache
 
 
 def test_the_index_is_cached_beside_the_session_and_extended_by_appends(logs) -> None:
@@ -515,42 +523,51 @@ def test_a_validated_session_keeps_a_record_the_writer_trusts_while_the_file_is_
     assert "validated" not in _cache_meta(path)["sections"]
     Session.open(path).load()  # a full validation keeps its record in the index
     assert "validated" in _cache_meta(path)["sections"]
-    stat = path.stat()
-    # An edit that keeps inode, size and mtime (no writer does this) shows what is trusted: the
-    # record, so the old lines are not read again; the writer still appends valid events after them.
+    # A cache sealed for the file after an edit shows what is trusted: the record, so the old
+    # lines are not read again; the writer still appends valid events after them.
+    cache = IndexCache.read(path)
     _swap_call_id(path, SIXTH_CALL_LINE)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _as_if_unchanged(cache, path).write(path)
     with SessionWriter.open(path) as writer:
         assert writer.next_seq == 2_000 * len(TURN_TEMPLATE)
         writer.append("turn/start", {"turn": 2_001})
     assert "validated" in _cache_meta(path)["sections"]
 
 
-def _validated_then_edited_unseen(path: Path) -> Path:
-    """Validate `path` (its record kept in the cache), then give its sixth tool/call the first
-    turn's callId keeping inode, size and mtime: only a record that is trusted misses that."""
+def test_an_edit_that_restores_the_mtime_is_seen_by_the_writer(big_log: Path, tmp_path: Path) -> None:
+    """`touch -r` restores the mtime after an edit in place of the same size; the inode's ctime
+    still changed, and no user command can set it back: the record no longer holds."""
+    path = _two_turns(big_log, tmp_path)
     Session.open(path).load()
-    stat = path.stat()
+    status = path.stat()
     _swap_call_id(path, SIXTH_CALL_LINE)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    return path
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    before = path.read_bytes()
+
+    with pytest.raises(SessionCorruptionError) as caught:
+        SessionWriter.open(path)
+
+    assert caught.value.path == path and caught.value.line == SIXTH_CALL_LINE
+    assert path.read_bytes() == before
+
+
+def _validated_then_edited_unseen(path: Path) -> IndexCache:
+    """Validate `path` (its record kept in the cache), then give its sixth tool/call the first
+    turn's callId; the cache, keyed to the file as it is now, is returned to be damaged and
+    sealed: only a record that is trusted misses the edit."""
+    Session.open(path).load()
+    cache = IndexCache.read(path)
+    _swap_call_id(path, SIXTH_CALL_LINE)
+    return _as_if_unchanged(cache, path)
 
 
 @pytest.mark.parametrize("damage", ["ids count wrong", "summary not JSON", "summary of another shape"])
 def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Path, damage: str) -> None:
     """The record as the cache holds it (a JSON summary line, then the call ids as digests), spoilt:
     the writer validates every line again, so it finds the edit the record would have covered."""
-    path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
-    cache = index_path(path)
-    data = cache.read_bytes()
-    meta = _cache_meta(path)
-    start = data.index(b"\n", len(INDEX_MAGIC)) + 1 + meta["count"] * 9
-    assert "validated" in meta["sections"]
-    for key, length in meta["sections"].items():  # the record's place among the sections
-        if key == "validated":
-            break
-        start += length
-    record = data[start : start + meta["sections"]["validated"]]
+    path = _two_turns(big_log, tmp_path)
+    cache = _validated_then_edited_unseen(path)
+    record = cache.sections["validated"]
     summary, ids = record.split(b"\n", 1)
     if damage == "ids count wrong":  # it claims one id more than it holds
         spoilt = summary + b"\n" + (int.from_bytes(ids[:8], "little") + 1).to_bytes(8, "little") + ids[8:]
@@ -558,7 +575,8 @@ def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Pat
         spoilt = b"{" + summary[1:-1] + b"\n" + ids[:-1]
     else:
         spoilt = summary.replace(b'"checker":{', b'"checker":{"x":[],', 1)[: len(summary)] + b"\n" + ids
-    cache.write_bytes(data[:start] + spoilt[: len(record)].ljust(len(record), b"\0") + data[start + len(record) :])
+    cache.sections["validated"] = spoilt[: len(record)].ljust(len(record), b"\0")
+    cache.write(path)  # sealed: what only a bug of toolscope's own could write
 
     with pytest.raises(SessionCorruptionError) as caught:
         SessionWriter.open(path)
@@ -566,26 +584,14 @@ def test_a_damaged_validation_record_is_not_trusted(big_log: Path, tmp_path: Pat
     assert caught.value.line == SIXTH_CALL_LINE
 
 
-def _cache_sections(path: Path) -> tuple[bytes, dict[str, bytes]]:
-    """The cache file's bytes before its sections, and each section's bytes."""
-    data = index_path(path).read_bytes()
-    meta = _cache_meta(path)
-    start = data.index(b"\n", len(INDEX_MAGIC)) + 1 + meta["count"] * 9
-    sections = {}
-    for key, length in meta["sections"].items():
-        sections[key] = data[start : start + length]
-        start += length
-    return data[: start - sum(meta["sections"].values())], sections
-
-
 def test_a_previous_version_cache_is_rebuilt_and_its_record_not_trusted(big_log: Path, tmp_path: Path) -> None:
     """A cache of the previous version (without code counts) is indexed again: its validation
     record is not read, so the writer validates every line and finds an edit the record would have
     covered."""
-    path = _validated_then_edited_unseen(_two_turns(big_log, tmp_path))
-    cache = index_path(path)
-    current, previous = f'{{"version":{INDEX_VERSION},', f'{{"version":{INDEX_VERSION - 1},'
-    cache.write_bytes(cache.read_bytes().replace(current.encode(), previous.encode(), 1))
+    path = _two_turns(big_log, tmp_path)
+    cache = _validated_then_edited_unseen(path)
+    cache.meta["version"] = INDEX_VERSION - 1
+    cache.write(path)
 
     with pytest.raises(SessionCorruptionError) as caught:
         SessionWriter.open(path)
@@ -602,17 +608,12 @@ def test_a_previous_version_cache_is_rebuilt_and_its_record_not_trusted(big_log:
 def test_a_damaged_checkpoint_is_recorded_again(big_log: Path, tmp_path: Path, damage: bytes) -> None:
     path = _two_turns(big_log, tmp_path, turns=300)
     expected = [Session.open(path).view().requests[n] for n in (0, 250, 400)]  # seqs 3, ~1400, 2203
-    before, sections = _cache_sections(path)
-    states = sections["checkpoints"].split(b"\n")
+    cache = IndexCache.read(path)
+    states = cache.sections["checkpoints"].split(b"\n")
     assert len(states) > 3  # the spacing line, then checkpoints 0, 1, 2, ...
     states[2] = damage  # checkpoint 1 (seq 1024)
-    spoilt = b"\n".join(states)
-    meta = _cache_meta(path)
-    meta["sections"]["checkpoints"] = len(spoilt)
-    head = INDEX_MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n" + before.split(b"\n", 2)[2]
-    index_path(path).write_bytes(head + b"".join(
-        spoilt if key == "checkpoints" else raw for key, raw in sections.items()
-    ))
+    cache.sections["checkpoints"] = b"\n".join(states)
+    cache.write(path)  # sealed: what only a bug of toolscope's own could write
 
     view = Session.open(path).view()
 
@@ -624,8 +625,7 @@ def test_the_index_keeps_each_blocks_code_counts(big_log: Path) -> None:
     `COUNT_BLOCK` lines holds (what a fresh view's block totals are summed from)."""
     Session.open(big_log)
     types = Session.open(big_log).chain.types
-    _before, sections = _cache_sections(big_log)
-    table = array("I", sections[BLOCK_COUNTS])
+    table = array("I", IndexCache.read(big_log).sections[BLOCK_COUNTS])
     blocks = len(types) // COUNT_BLOCK
     assert blocks > 20 and len(table) == blocks * len(COUNTED_CODES)
     expected = [
@@ -642,19 +642,16 @@ def test_damaged_block_counts_are_counted_again(big_log: Path, tmp_path: Path, d
     view = Session.open(path).view()
     picks = (0, 1_500, len(view.requests) - 1)
     expected = ([view.requests[n] for n in picks], [view.turns[n] for n in (0, 1_000, 2_999)], view.items[9_000:9_200])
-    before, sections = _cache_sections(path)
-    table = array("I", sections[BLOCK_COUNTS])
+    cache = IndexCache.read(path)
+    table = array("I", cache.sections[BLOCK_COUNTS])
     if damage == "counts that do not add up":
         table[0] += 1
     elif damage == "a row short":
         del table[-1]
     else:  # a row too many, before the others
         table = table[: len(COUNTED_CODES)] + table
-    sections[BLOCK_COUNTS] = table.tobytes()
-    meta = _cache_meta(path)
-    meta["sections"] = {key: len(raw) for key, raw in sections.items()}
-    head = INDEX_MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n" + before.split(b"\n", 2)[2]
-    index_path(path).write_bytes(head + b"".join(sections.values()))
+    cache.sections[BLOCK_COUNTS] = table.tobytes()
+    cache.write(path)  # sealed: what only a bug of toolscope's own could write
 
     with patch.object(indexed, "TAIL_SPAN", 0):  # by block totals, not counted back from the end
         view = Session.open(path).view()

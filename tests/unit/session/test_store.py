@@ -16,7 +16,6 @@ import pytest
 from app.session.errors import SessionLockedError, SessionNotFoundError
 from app.session.events import ParentRef, ToolCallData, TurnStartData, encode_event
 from app.session.invariants import InvalidEventError
-from app.session.reader import EVENT_LINE_PREFIX
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
 
@@ -85,7 +84,7 @@ def test_append_assigns_contiguous_seq_and_writes_type_first_lines(tmp_path) -> 
     assert (first.seq, second.seq) == (0, 1)
     assert isinstance(second.time, int) and second.time >= first.time
     assert lines == [encode_event(first), encode_event(second)]
-    assert all(line.startswith(EVENT_LINE_PREFIX) for line in lines)
+    assert all(line.startswith(b'{"type":"') for line in lines)  # the writer's own spelling: compact, `type` first
     assert Session.open(writer.path).events == writer.session.events == (first, second)
 
 
