@@ -80,20 +80,38 @@ def redact_message(message: str, key: str) -> str:
     return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 1] + "…"
 
 
+class _Runs:
+    """Where the runs of one key start in a text without separators."""
+
+    __slots__ = ("_blocks", "_starts")
+
+    def __init__(self, key: str) -> None:
+        runs = sorted({key[i : i + FRAGMENT] for i in range(len(key) - FRAGMENT + 1)})
+        self._starts = re.compile("(?=(?:" + "|".join(map(re.escape, runs)) + "))")
+        """Matches, without consuming, wherever a run starts."""
+        block = FRAGMENT // 2
+        self._blocks = tuple(key[i : i + block] for i in range(0, len(key) - block + 1, block))
+        """The key's pieces of 6 at offsets 0, 6, 12…: every run of 12 holds one of them whole.
+        Text without any has no run, and a substring search tells that several times faster
+        than `_starts`, which tries every run at every character."""
+
+    def starts_in(self, visible: str) -> list[int]:
+        for block in self._blocks:
+            if block in visible:
+                return [match.start() for match in self._starts.finditer(visible)]
+        return []
+
+
 @lru_cache(maxsize=4)
-def _runs_of(key: str) -> re.Pattern[str] | None:
-    """A pattern that matches, without consuming, wherever a run of the key starts; None when the
-    key is no secret."""
-    if not is_secret(key):
-        return None
-    runs = sorted({key[i : i + FRAGMENT] for i in range(len(key) - FRAGMENT + 1)})
-    return re.compile("(?=(?:" + "|".join(map(re.escape, runs)) + "))")
+def _runs_of(key: str) -> _Runs | None:
+    """How to find the key's runs; None when the key is no secret."""
+    return _Runs(key) if is_secret(key) else None
 
 
-def _spans(text: str, visible: str, runs: re.Pattern[str]) -> list[tuple[int, int]]:
-    """Where runs of the key (`runs`, from `_runs_of`) are in `text` (`visible`: `text` without
-    separators): merged, sorted `(start, end)` ranges."""
-    starts = [match.start() for match in runs.finditer(visible)]
+def _spans(text: str, visible: str, runs: _Runs) -> list[tuple[int, int]]:
+    """Where runs of the key (`runs`) are in `text` (`visible`: `text` without separators):
+    merged, sorted `(start, end)` ranges."""
+    starts = runs.starts_in(visible)
     if not starts:
         return []
     # Back from positions in `visible` to positions in `text`.
@@ -175,7 +193,7 @@ class KeyRedactor:
         return [event]
 
     def _holds_key(self, value: str) -> bool:
-        return self._runs is not None and self._runs.search(_SEPARATORS.sub("", value)) is not None
+        return self._runs is not None and bool(self._runs.starts_in(_SEPARATORS.sub("", value)))
 
     def _name(self, name: str | None) -> str | None:
         return REDACTED if name and self._holds_key(name) else name
