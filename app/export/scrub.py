@@ -5,8 +5,10 @@ Session files hold model, tool and MCP-server text. Before any format escapes it
 loses its escape sequences, control characters and bidi controls (`printable`, newlines and tabs
 kept), and then every run of an API key of the catalog's routes found in the environment is
 replaced with `[redacted]` (`app.llm.redact`): stripping comes first so a key split by an escape
-sequence is still found. The JSON export is data and keeps every character: only the keys go,
-and the characters that act are written as escapes (`json_text`).
+sequence is still found. A value too short or too common to be a secret (`is_secret`: `k`,
+`EMPTY`, `ollama`) is not looked for, so it changes nothing. The JSON export is data and keeps
+every character: only the keys go, and the characters that act are written as escapes
+(`json_text`).
 """
 
 from __future__ import annotations
@@ -15,19 +17,20 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from app.llm.redact import redact
+from app.llm.redact import is_secret, redact
 from app.llm.routes import Route
 from app.terminal import json_text, printable, printable_line
 
 
 class Scrubber:
     def __init__(self, secrets: Iterable[str]) -> None:
-        self._secrets = tuple(dict.fromkeys(secret for secret in secrets if secret))
+        self._secrets = tuple(dict.fromkeys(secret for secret in secrets if is_secret(secret)))
 
     @classmethod
     def for_routes(cls, routes: Iterable[Route]) -> Scrubber:
-        """Every key the routes would send, as set in the environment now."""
-        return cls(os.environ.get(route.api_key_env, "") for route in routes if route.api_key_env)
+        """Every key the routes would send, as set in the environment now (stripped, as the
+        adapters send it)."""
+        return cls(os.environ.get(route.api_key_env, "").strip() for route in routes if route.api_key_env)
 
     def text(self, text: str) -> str:
         return self.redact(printable(text))

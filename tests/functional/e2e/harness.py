@@ -138,13 +138,16 @@ class Workbench:
     def sessions(self) -> Path:
         return self.home / "sessions"
 
-    def write_config(self, base_url: str, routes: list[RouteSpec], *, mcp_relist_delay: float | None = None) -> None:
+    def write_config(
+        self, base_url: str, routes: list[RouteSpec], *, mcp_relist_delay: float | None = None, mcp_server: str = "lab"
+    ) -> None:
         """Routes to the loopback server (the first is the default) and, optionally, the MCP
-        `tools_server.py` as server `lab`."""
+        `tools_server.py` as server `mcp_server` (its tools are `<mcp_server>__<tool>`)."""
         lines = ["[defaults]", f"route = {json.dumps(routes[0].id)}", ""]
         if mcp_relist_delay is not None:
             args = [str(TOOLS_SERVER), "--relist-delay", str(mcp_relist_delay)]
-            lines += ["[mcp.servers.lab]", f"command = {json.dumps(sys.executable)}", f"args = {json.dumps(args)}", ""]
+            table = f"[mcp.servers.{json.dumps(mcp_server)}]"
+            lines += [table, f"command = {json.dumps(sys.executable)}", f"args = {json.dumps(args)}", ""]
         for route in routes:
             lines += ["[[routes]]", *(f"{key} = {json.dumps(value)}" for key, value in route_table(base_url, route).items()), ""]
         self.config.write_text("\n".join(lines), encoding="utf-8")
@@ -193,9 +196,10 @@ async def start_run(bench: Workbench, *args: str, env: dict[str, str] | None = N
     )
 
 
-async def toolscope_run(bench: Workbench, *args: str) -> RunResult:
-    """`toolscope --lang en run ARGS…` in the workspace, to completion (bounded by RUN_LIMIT)."""
-    process = await start_run(bench, *args)
+async def toolscope_run(bench: Workbench, *args: str, env: dict[str, str] | None = None) -> RunResult:
+    """`toolscope --lang en run ARGS…` in the workspace, to completion (bounded by RUN_LIMIT);
+    `env` adds to (or replaces in) the bench's environment."""
+    process = await start_run(bench, *args, env=env)
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(), RUN_LIMIT)
     except TimeoutError:
