@@ -171,6 +171,7 @@ def test_a_click_action_in_an_mcp_servers_stderr_is_text_that_runs_nothing(bench
             await until(pilot, lambda: find(app, "stderr: ") is not None)
             shown = toasts(app)
             x, y = find(app, "stderr: ")  # type: ignore[misc]
+            # Where the tag made the word after it clickable: now its first character, plain text.
             await pilot.click(offset=(x + len("stderr: "), y))
             await pilot.pause()
             assert app.is_running
