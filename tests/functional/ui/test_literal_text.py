@@ -360,6 +360,7 @@ def test_property_an_mcp_servers_name_and_stderr_are_shown_literally(
     run(scenario())
 
 
+@pytest.mark.slow(seconds=10)
 @examples(4)
 @given(
     st.lists(st.tuples(hostile(), hostile()), min_size=2, max_size=2),
