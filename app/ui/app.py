@@ -29,6 +29,7 @@ from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
 from app.ui.screens.chat import ChatScreen
+from app.ui.text import LiteralApp
 
 if TYPE_CHECKING:
     # The agent, the LLM adapters (httpx), the tool registry (jsonschema, MCP) and the session
@@ -66,7 +67,7 @@ class ChatOptions:
         """Extra `Agent` keyword arguments (tests pass a `sleep`)."""
 
 
-class ToolscopeApp(App[None]):
+class ToolscopeApp(LiteralApp[None]):
     TITLE = "toolscope"
     # The chat screen's own stylesheet, read with the app's: pushing the screen then finds it read
     # and does not parse the whole stylesheet again before the first frame.

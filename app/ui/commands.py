@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from app.i18n import N_, _
+from app.ui.text import literal, matched
 
 
 class _ActionCommand(Provider):
@@ -37,7 +38,7 @@ class _ActionCommand(Provider):
         return partial(self.app.run_action, self.action)
 
     async def discover(self) -> Hits:
-        yield DiscoveryHit(_(self.title), self._command(), help=_(self.help_text))
+        yield DiscoveryHit(literal(_(self.title)), self._command(), help=literal(_(self.help_text)))
 
     async def search(self, query: str) -> Hits:
         """Matched on the shown title and on the English one (as VS Code's palette does): a user of
@@ -47,8 +48,8 @@ class _ActionCommand(Provider):
         shown = matcher.match(title)
         score = max(shown, matcher.match(self.title))
         if score > 0:
-            display = matcher.highlight(title) if shown else title
-            yield Hit(score, display, self._command(), text=title, help=_(self.help_text))
+            display = matched(matcher, title) if shown else literal(title)
+            yield Hit(score, display, self._command(), text=title, help=literal(_(self.help_text)))
 
 
 class ToolsCommand(_ActionCommand):

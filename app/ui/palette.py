@@ -7,6 +7,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from app.ui import slash
+from app.ui.text import literal, matched
 
 
 SCREEN_ACTIONS = frozenset({"open_tools", "pick_route", "pick_session", "open_trajectory"})
@@ -25,11 +26,12 @@ class ChatCommands(Provider):
 
     async def discover(self) -> Hits:
         for name, help_text, action in self._entries():
-            yield DiscoveryHit(name, partial(self.app.run_action, action), help=help_text)
+            yield DiscoveryHit(literal(name), partial(self.app.run_action, action), help=literal(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, help_text, action in self._entries():
             score = max(matcher.match(name), matcher.match(help_text))
             if score > 0:
-                yield Hit(score, matcher.highlight(name), partial(self.app.run_action, action), help=help_text)
+                command = partial(self.app.run_action, action)
+                yield Hit(score, matched(matcher, name), command, text=name, help=literal(help_text))

@@ -1,19 +1,61 @@
-"""Untrusted text (model replies, tool output, MCP names, session files) made safe to show.
+"""The one path from text to the screen: everything the interface shows is made here, literally.
 
-The terminal rules are `app.terminal.printable` (escape sequences and control characters go);
-Textual adds Rich markup, which `Content` never interprets, so `[bold]` appears as typed.
+Textual reads a `str` given to a widget, a label, a title or a notification as content markup:
+`[/x]` raises (the chat dies), `[b]` styles, `[@click=app.quit]` makes a click quit. Text from
+models, tools, MCP servers, providers and session files may hold any of these, and our own
+translated words are text we did not type either. So nothing reaches Textual as a str:
+
+- `literal` (and `styled`, `literal_text`, `matched`) make `Content` or a Rich `Text`, which
+  Textual never reads as markup, from `app.terminal.printable` text (no escape sequences, control
+  characters or bidi controls);
+- `LiteralApp` is the apps' base: its `notify` (where a screen's or a widget's `notify` ends too)
+  shows message and title as the characters they are.
+
+`tests/functional/test_literal_hygiene.py` holds `app/ui` to this path.
 """
 
 from __future__ import annotations
 
-from textual.content import Content
+from typing import Any, TypeVar
 
-from app.terminal import printable
+from rich.text import Text
+from textual.app import App
+from textual.content import Content
+from textual.events import DeliveryComplete
+from textual.fuzzy import Matcher
+from textual.notifications import SeverityLevel
+
+from app.i18n import _
+from app.terminal import printable, printable_line
+
+ReturnType = TypeVar("ReturnType")
 
 
 def literal(text: str) -> Content:
     """`text` exactly as typed: no markup, no escape sequences."""
     return Content(printable(text))
+
+
+def styled(text: str, style: str) -> Content:
+    """`text` literally, in `style` (ours: `bold`, a theme variable)."""
+    return Content.styled(printable(text), style)
+
+
+def literal_text(text: str, style: str = "", **options: Any) -> Text:
+    """`text` literally as a Rich `Text`, for what takes no `Content` (a table's cells and column
+    labels); `options` are `Text`'s (justify, overflow…)."""
+    return Text(printable(text), style=style, **options)
+
+
+def matched(matcher: Matcher, text: str) -> Content:
+    """`text` literally, with the characters the palette's `matcher` found marked as Textual marks
+    them (its own `Matcher.highlight` reads the text as markup)."""
+    content = literal(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, content.plain)
+    for offset in offsets if score else ():
+        if not content.plain[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
 
 
 def line_count(text: str) -> int:
@@ -27,3 +69,40 @@ def clip_lines(text: str, lines: int) -> tuple[str, bool]:
     if len(parts) <= lines:
         return text, False
     return "\n".join(parts[:lines]), True
+
+
+class LiteralApp(App[ReturnType]):
+    """An app whose every notification shows its text literally."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """`message` and `title` as the characters they are, the title on one line. `markup` is
+        ignored: a widget's `notify` passes Textual's default (True) on to here."""
+        super().notify(
+            printable(message), title=printable_line(title), severity=severity, timeout=timeout, markup=False
+        )
+
+    def action_help_quit(self) -> None:
+        """Textual's hint for a Ctrl+C that does not quit, in our words (its own is markup)."""
+        for key, active in self.active_bindings.items():
+            if active.binding.action in ("quit", "app.quit"):
+                self.notify(_("Press {key} to quit the app").format(key=key), title=_("Do you want to quit?"))
+                return
+
+    def on_delivery_complete(self, event: DeliveryComplete) -> None:
+        """Textual's note for a saved screenshot, in our words (its own is markup around the path)."""
+        if event.name != "screenshot":
+            return
+        event.prevent_default()
+        if event.path is None:
+            self.notify(_("Saved the screenshot"), title=_("Screenshot"))
+        else:
+            self.notify(_("Saved the screenshot to {path}").format(path=event.path), title=_("Screenshot"))
+

@@ -18,10 +18,11 @@ from app.session.listing import SessionSummary
 from app.ui import keymap
 from app.ui.commands import EXPORT_COMMANDS
 from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
+from app.ui.text import LiteralApp
 from app.ui.trajectory_source import SessionFileSource, TrajectorySource
 
 
-class ViewerApp(App[None]):
+class ViewerApp(LiteralApp[None]):
     TITLE = "toolscope view"
     COMMANDS = App.COMMANDS | EXPORT_COMMANDS
     BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]

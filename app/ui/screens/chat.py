@@ -22,6 +22,7 @@ from app.i18n import N_, _
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
 from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
+from app.ui.text import literal
 from app.ui.widgets.composer import Composer, SlashCompletions
 from app.ui.widgets.conversation import Conversation, SessionHistory
 from app.ui.widgets.status_line import StatusLine, Usage
@@ -59,9 +60,9 @@ class ChatScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         if self._conversation.is_attached:
             self._conversation = Conversation()
-        yield Static(self._welcome(), id="welcome")
+        yield Static(literal(self._welcome()), id="welcome")
         yield self._conversation
-        yield Static(_("↓ New output below (Ctrl+End)"), id="new-output")
+        yield Static(literal(_("↓ New output below (Ctrl+End)")), id="new-output")
         yield Composer(SlashCompletions(id="completions"), id="composer")
         yield StatusLine(id="status")
         yield LocalizedFooter()

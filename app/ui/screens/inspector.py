@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -28,10 +27,10 @@ from app.i18n import N_, _
 from app.llm.routes import Route
 from app.report.model import RequestReport, inspect_requests
 from app.session.view import SessionView
-from app.terminal import printable
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
 from app.ui.screens.tools import SourceSwitch
+from app.ui.text import literal
 from app.ui.widgets.inspector import Inspector, InspectorMode
 
 ViewSource = Callable[[], SessionView | None]
@@ -49,7 +48,7 @@ class RouteChooser(VerticalScroll, can_focus=False):
     def __init__(self, routes: Sequence[Route], shown: set[str]) -> None:
         super().__init__(id="route-chooser")
         self._switches = [
-            SourceSwitch(Text(printable(route.id)), route.id in shown, name=route.id) for route in routes
+            SourceSwitch(literal(route.id), route.id in shown, name=route.id) for route in routes
         ]
 
     def compose(self) -> ComposeResult:
@@ -123,7 +122,7 @@ class InspectorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         shown = set(self._shown) if self._shown is not None else {route.id for route in self.routes}
         chooser = RouteChooser(self.routes, shown)
-        chooser.border_title = _("Routes shown")
+        chooser.border_title = literal(_("Routes shown"))
         yield chooser
         yield Inspector(self.routes, id="inspector")
         yield LocalizedFooter()

@@ -27,6 +27,7 @@ from textual.widgets import DataTable, Input, Static
 
 from app.i18n import _, ngettext
 from app.ui.screens.modal import ClosableModal
+from app.ui.text import literal, literal_text
 
 
 MAX_SHOWN = 200
@@ -112,15 +113,13 @@ class PickerScreen(ClosableModal[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-dialog"):
-            yield Static(self.heading(), id="picker-title")
+            yield Static(literal(self.heading()), id="picker-title")
             yield Input(placeholder=_("Type to filter"), id="picker-filter")
             yield PickerTable(id="picker-table", cursor_type="row", zebra_stripes=True)
             yield Static(id="picker-empty")
             yield Static(id="picker-more")
             yield Static(id="picker-detail")
-            yield Static(
-                _("Type to filter · ↑↓ move · Enter choose · Esc close"), id="picker-hint"
-            )
+            yield Static(literal(_("Type to filter · ↑↓ move · Enter choose · Esc close")), id="picker-hint")
 
     def on_mount(self) -> None:
         self._show_matching()
@@ -159,18 +158,20 @@ class PickerScreen(ClosableModal[str]):
         more = self.query_one("#picker-more", Static)
         more.display = len(matching) > len(rows)
         more.update(
-            ngettext(
-                "Showing the first {shown} of {count} match; type to narrow the list.",
-                "Showing the first {shown} of {count} matches; type to narrow the list.",
-                len(matching),
-            ).format(shown=len(rows), count=len(matching))
+            literal(
+                ngettext(
+                    "Showing the first {shown} of {count} match; type to narrow the list.",
+                    "Showing the first {shown} of {count} matches; type to narrow the list.",
+                    len(matching),
+                ).format(shown=len(rows), count=len(matching))
+            )
         )
         table = self.query_one("#picker-table", DataTable)
         highlighted = self._highlighted_key() or self._selected
         table.clear(columns=True)
         columns = self.columns()
         for column, width in zip(columns, self._column_widths(table)):
-            table.add_column(column.label, width=width)
+            table.add_column(literal_text(column.label), width=width)
         for row in rows:
             table.add_row(*_cells(row, columns), key=row.key)
         keys = [row.key for row in rows]
@@ -179,7 +180,7 @@ class PickerScreen(ClosableModal[str]):
         empty = self.query_one("#picker-empty", Static)
         empty.display = not rows
         if not rows:
-            empty.update(self.empty_text() if not self._rows else _("No match."))
+            empty.update(literal(self.empty_text() if not self._rows else _("No match.")))
         self._show_detail()
 
     # --- moving and choosing
@@ -193,9 +194,12 @@ class PickerScreen(ClosableModal[str]):
 
     @on(DataTable.RowHighlighted, "#picker-table")
     def _show_detail(self) -> None:
+        self.query_one("#picker-detail", Static).update(self._highlighted_detail())
+
+    def _highlighted_detail(self) -> Text:
         key = self._highlighted_key()
         row = self._rows_by_key.get(key) if key is not None else None
-        self.query_one("#picker-detail", Static).update(row.detail() if row is not None else Text())
+        return row.detail() if row is not None else Text()
 
     def action_move(self, rows: int) -> None:
         table = self.query_one("#picker-table", DataTable)
@@ -217,6 +221,6 @@ class PickerScreen(ClosableModal[str]):
 def _cells(row: PickerRow, columns: Sequence[PickerColumn]) -> list[Text]:
     # Text, never str: a table reads a str cell as markup.
     return [
-        Text(cell, style=style, justify=column.justify, no_wrap=True, overflow="ellipsis")
+        literal_text(cell, style, justify=column.justify, no_wrap=True, overflow="ellipsis")
         for cell, style, column in zip_longest(row.cells, row.styles, columns, fillvalue="")
     ]

@@ -77,7 +77,7 @@ def _detail(route: Route, current: bool) -> Text:
     if route.api_key_env is not None:
         detail.append(" · ")
         detail.append(
-            _("key from {variable}: {state}").format(variable=route.api_key_env, state=key_text(route))
+            _("key from {variable}: {state}").format(variable=printable(route.api_key_env), state=key_text(route))
         )
     if current:
         detail.append(" · ")

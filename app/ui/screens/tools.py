@@ -8,8 +8,8 @@ which gives the next request a new header and one developer message.
 
 The screen follows the registry live. Its `on_change`/`on_problem` callbacks may run in any task
 (an MCP supervisor) or thread, so they only schedule a refresh on the app's event loop. Tool names,
-descriptions and failure reasons come from MCP servers: shown as plain Text through the one
-printable path, never as markup. Dismisses with None.
+descriptions and failure reasons come from MCP servers: shown through the one literal path
+(`app.ui.text`), never as markup. Dismisses with None.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from app.session.events import ToolDefinition
 from app.terminal import printable
 from app.tools.registry import ProblemKind, ServerState, SourceProblem, ToolRegistry
 from app.ui.screens.modal import ClosableModal
+from app.ui.text import literal, literal_text
 
 ACTIVE_SERVER_STATES = (ServerState.STARTING, ServerState.RUNNING, ServerState.RESTARTING)
 
@@ -88,19 +89,19 @@ class SourcePanel(Vertical):
 
     def show(self, view: SourceView) -> None:
         switch = self.query_one(SourceSwitch)
-        switch.label = Text(printable(view.title))
+        switch.label = literal_text(view.title)
         with switch.prevent(Checkbox.Changed):
             switch.value = view.switched_on
         switch.disabled = not view.switchable
         self.set_class(not view.switched_on, "-off")
         self.set_class(view.failing, "-failing")
-        self.query_one(".source-state", Static).update(Text(view.kind_and_state))
+        self.query_one(".source-state", Static).update(literal_text(view.kind_and_state))
         reasons = self.query_one(".source-reasons", Static)
         reasons.display = bool(view.reasons)
-        reasons.update(Text("\n".join(printable(reason) for reason in view.reasons)))
+        reasons.update(literal_text("\n".join(view.reasons)))
         description = self.query_one(".source-description", Static)
         description.display = bool(view.description)
-        description.update(Text(view.description))
+        description.update(literal_text(view.description))
         self.query_one(".source-tools", Static).update(_tool_lines(view.tools))
 
 
@@ -141,7 +142,7 @@ class ToolsScreen(ClosableModal[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="tools-dialog"):
-            yield Static(_("Tools"), id="tools-title")
+            yield Static(literal(_("Tools")), id="tools-title")
             yield Static(id="tools-summary")
             with VerticalScroll(id="tools-sources", can_focus=False):
                 yield SourcePanel(SourceKind.BUILTIN, "", 0)
@@ -150,7 +151,7 @@ class ToolsScreen(ClosableModal[None]):
                 for index, (kind, name) in enumerate(sources, start=1):
                     yield SourcePanel(kind, name, index)
             yield Static(
-                _("Space or click switches a source · ↑↓ Tab move · Esc close"), id="tools-hint"
+                literal(_("Space or click switches a source · ↑↓ Tab move · Esc close")), id="tools-hint"
             )
 
     def on_mount(self) -> None:
@@ -180,7 +181,7 @@ class ToolsScreen(ClosableModal[None]):
             panel.show(self._view(panel.kind, panel.source_name))
         count = len(self.registry.definitions())
         self.query_one("#tools-summary", Static).update(
-            ngettext("{count} tool is on.", "{count} tools are on.", count).format(count=count)
+            literal(ngettext("{count} tool is on.", "{count} tools are on.", count).format(count=count))
         )
 
     # --- what each source shows

@@ -112,9 +112,8 @@ class TrajectoryScreen(Screen[None]):
             size = self.source.size
         except OSError:
             size = 0
-        self.query_one("#viewer-loading", Static).update(
-            _("Reading the session ({size})…").format(size=human_size(size)) if size else _("Reading the session…")
-        )
+        reading = _("Reading the session ({size})…").format(size=human_size(size)) if size else _("Reading the session…")
+        self.query_one("#viewer-loading", Static).update(literal(reading))
         self._show_title()
         self._load()
 
@@ -164,7 +163,7 @@ class TrajectoryScreen(Screen[None]):
 
     def _show_indexing(self, percent: int, size: str) -> None:
         self.query_one("#viewer-loading", Static).update(
-            _("Indexing the session ({size}): {percent}%").format(size=size, percent=percent), layout=False
+            literal(_("Indexing the session ({size}): {percent}%").format(size=size, percent=percent)), layout=False
         )
 
     @work(group="trajectory-classify", exclusive=True, thread=True)
@@ -208,7 +207,7 @@ class TrajectoryScreen(Screen[None]):
     def _invalid(self, reason: str) -> None:
         self._show_validation(_("corrupt: {reason}").format(reason=printable_line(reason)))
         self.notify(
-            printable_line(reason), title=_("The session is corrupt past what is shown"), severity="error", timeout=15, markup=False
+            printable_line(reason), title=_("The session is corrupt past what is shown"), severity="error", timeout=15
         )
 
     @staticmethod
@@ -222,7 +221,7 @@ class TrajectoryScreen(Screen[None]):
         loading = self.query_one("#viewer-loading", Static)
         loading.add_class("-error")
         loading.update(literal(_("Cannot open the session: {reason}").format(reason=printable_line(reason))))
-        self.notify(printable_line(reason), title=_("Cannot open the session"), severity="error", timeout=10, markup=False)
+        self.notify(printable_line(reason), title=_("Cannot open the session"), severity="error", timeout=10)
 
     def _show_view(self, view: SessionView | None) -> None:
         """Everything from scratch: a session the chat replaced."""
@@ -404,7 +403,7 @@ class TrajectoryScreen(Screen[None]):
             return
         except (SessionError, OSError) as error:
             self._search_note = ""
-            self.notify(printable_line(str(error)), title=_("The search stopped"), severity="error", markup=False)
+            self.notify(printable_line(str(error)), title=_("The search stopped"), severity="error")
             return
         self._search_note = ""
         if number != self._searches or model is not self.model:
@@ -474,12 +473,12 @@ class KindsScreen(ClosableModal[frozenset[str]]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="kinds-dialog"):
-            yield Static(_("Show these events"), id="kinds-title")
+            yield Static(literal(_("Show these events")), id="kinds-title")
             yield SelectionList[str](
-                *(Selection(_(label), kind, kind in self._kinds) for kind, label in KINDS.items()),
+                *(Selection(literal(_(label)), kind, kind in self._kinds) for kind, label in KINDS.items()),
                 id="kinds",
             )
-            yield Static(_("Space or click toggles · Esc applies"), id="kinds-hint")
+            yield Static(literal(_("Space or click toggles · Esc applies")), id="kinds-hint")
 
     def action_close(self) -> None:
         self.dismiss(frozenset(self.query_one(SelectionList).selected))

@@ -66,9 +66,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         yield Static(literal(_("⚠ {tool} wants to act: {summary}").format(tool=request.tool_name, summary=request.summary)), classes="summary")
         yield Static(diff_content(request.diff) if request.diff else literal(request.detail), classes="detail")
         with Horizontal():
-            yield Button(Content(_("Allow once [y]")), id="once", variant="success", compact=True)
-            yield Button(Content(_("Allow for this session [a]")), id="session", variant="primary", compact=True)
-            yield Button(Content(_("Deny [n]")), id="deny", variant="error", compact=True)
+            yield Button(literal(_("Allow once [y]")), id="once", variant="success", compact=True)
+            yield Button(literal(_("Allow for this session [a]")), id="session", variant="primary", compact=True)
+            yield Button(literal(_("Deny [n]")), id="deny", variant="error", compact=True)
 
     def on_mount(self) -> None:
         # Not scrolled to by the focus: that runs before the prompt's layout, scrolls the conversation

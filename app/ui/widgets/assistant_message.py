@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from app.i18n import _
 from app.terminal import PrintableStream, printable
+from app.ui.text import literal
 from app.ui.widgets.block import Block, PlainBackground
 from app.ui.widgets.reasoning import Reasoning
 
@@ -42,7 +43,7 @@ class AssistantMessage(PlainBackground, Vertical):
             yield Reasoning(block.reasoning, expanded=block.reasoning_expanded, on_toggle=block.set_expanded)
         yield self.reply_text
         if block.interrupted:
-            yield Static(_("⏸ Interrupted: the answer stops here."), classes="interrupted")
+            yield Static(literal(_("⏸ Interrupted: the answer stops here.")), classes="interrupted")
 
     async def write(self, fragment: str) -> None:
         await self.reply_text.write(fragment)
@@ -61,7 +62,7 @@ class AssistantMessage(PlainBackground, Vertical):
                 before=0,
             )
         if block.interrupted and not self.query(".interrupted"):
-            self.mount(Static(_("⏸ Interrupted: the answer stops here."), classes="interrupted"))
+            self.mount(Static(literal(_("⏸ Interrupted: the answer stops here.")), classes="interrupted"))
 
 
 class AssistantBlock(Block):

@@ -6,11 +6,13 @@ the user scrolls back to it, so an expanded list or a finished tool call looks t
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
 from app.i18n import ngettext
+from app.ui.text import literal
 
 
 class Block:
@@ -85,8 +87,10 @@ class ExpandsOnClick:
             self.refresh_from_block()  # type: ignore[attr-defined]
 
 
-def expand_hint(hidden: int) -> str:
+def expand_hint(hidden: int) -> Content:
     """The line under a collapsed text saying how many of its lines are hidden."""
-    return ngettext(
-        "… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden
-    ).format(n=hidden)
+    return literal(
+        ngettext(
+            "… {n} more line (Enter or click to expand)", "… {n} more lines (Enter or click to expand)", hidden
+        ).format(n=hidden)
+    )

@@ -23,7 +23,7 @@ from app.terminal import printable
 from app.ui import keymap, slash
 from app.ui.history import LARGE_PASTE_CHARS, PromptHistory, keeps
 from app.ui.messages import PromptSubmitted
-from app.ui.text import line_count
+from app.ui.text import line_count, literal
 from app.ui.type_ahead import take_typed
 
 
@@ -47,7 +47,7 @@ class SlashCompletions(OptionList):
     def show(self, commands: list[slash.SlashCommand]) -> None:
         self.clear_options()
         self.add_options(
-            Option(f"{command.name:<14} {command.description}", id=command.name) for command in commands
+            Option(literal(f"{command.name:<14} {command.description}"), id=command.name) for command in commands
         )
         self.set_class(bool(commands), "-visible")
         if commands:
@@ -86,7 +86,7 @@ class Composer(TextArea):
         self._pastes: dict[str, str] = {}
 
     def on_mount(self) -> None:
-        self.placeholder = _("Ask anything · Enter sends · Ctrl+J newline · / for commands")
+        self.placeholder = literal(_("Ask anything · Enter sends · Ctrl+J newline · / for commands"))
         self._replay(take_typed())
 
     def _replay(self, typed: str) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Static
 
 from app.agent.notices import instructions_notice, tool_change_notice
@@ -47,7 +48,7 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         message = self.block.message
         if not self.block.item.is_tool_change:
-            yield Static(_("ⓘ {notice}").format(notice=instructions_notice()), classes="summary")
+            yield Static(literal(_("ⓘ {notice}").format(notice=instructions_notice())), classes="summary")
             yield Static(literal(message.text), classes="names")
             return
         notice = tool_change_notice(message)
@@ -57,7 +58,7 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
         for name in notice.removed if notice.names else ():
             yield Static(literal(f"− {name}"), classes="names removed")
 
-    def _summary(self, summary: str) -> object:
+    def _summary(self, summary: str) -> Content:
         if not self.block.expandable:
             return literal(_("ⓘ {notice}").format(notice=summary))
         marker = "▼" if self.has_class("-expanded") else "▶"

@@ -63,7 +63,7 @@ class RetryNode(Static):
             self._timer = self.set_interval(self.TICK, self.refresh_from_block)
 
     def refresh_from_block(self) -> None:
-        self.update(self.block.text())
+        self.update(literal(self.block.text()))
         if self._timer is not None and self.block.remaining() <= 0:
             self._timer.stop()
             self._timer = None

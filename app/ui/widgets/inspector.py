@@ -34,6 +34,7 @@ from app.report.wording import (
     tool_change_line,
 )
 from app.terminal import json_text
+from app.ui.text import literal, styled
 
 MIN_COLUMN_WIDTH = 48
 """A route's column is never narrower: wider than the screen, the columns scroll sideways."""
@@ -69,9 +70,9 @@ class RouteColumn(VerticalScroll):
         yield Static(classes="route-content")
 
     def show(self, report: RouteReport, mode: InspectorMode, scrub: Scrubber) -> None:
-        self.query_one(".route-title", Static).update(Content(scrub.line(self.route.id)))
-        self.query_one(".route-about", Static).update(Content(scrub.line(route_about(self.route))))
-        content = {
+        self.query_one(".route-title", Static).update(literal(scrub.line(self.route.id)))
+        self.query_one(".route-about", Static).update(literal(scrub.line(route_about(self.route))))
+        content: Content = {
             InspectorMode.SUMMARY: _summary,
             InspectorMode.BODY: _body,
             InspectorMode.DIFF: _diff,
@@ -203,11 +204,22 @@ class Inspector(Vertical):
         heading = self.query_one("#inspector-request", Static)
         change = self.query_one("#inspector-change", Static)
         if report is None:
-            heading.update(Content.styled(_("This session has no model requests yet."), "bold"))
+            heading.update(styled(_("This session has no model requests yet."), "bold"))
             change.update("")
             self.query_one("#inspector-mode", Static).update("")
             self.query_one("#inspector-routes").display = False
             return
+        heading.update(self._heading(report, total, following=following))
+        if report.tool_change is not None:
+            line = tool_change_line(report.tool_change, lambda name: self.scrub.line(name))
+            change.update(styled(line, "$text-warning" if report.tool_change.changed else ""))
+        self.query_one("#inspector-mode", Static).update(_mode_line(mode))
+        self.query_one("#inspector-routes").display = True
+        by_id = {route_report.route.id: route_report for route_report in report.routes}
+        for column in self.columns:
+            column.show(by_id[column.route.id], mode, self.scrub)
+
+    def _heading(self, report: RequestReport, total: int, *, following: bool) -> Content:
         request = report.request
         title = _("Request {n} of {total} · turn {turn}, step {step} · sent on {route}").format(
             n=request.index, total=total, turn=request.turn, step=request.step, route=request.route
@@ -215,15 +227,7 @@ class Inspector(Vertical):
         parts: list[Part] = [(self.scrub.line(title), "bold")]
         if following:
             parts += ["  ", (_("following the latest request"), "$text-accent italic")]
-        heading.update(Content.assemble(*parts))
-        if report.tool_change is not None:
-            line = tool_change_line(report.tool_change, lambda name: self.scrub.line(name))
-            change.update(Content.styled(line, "$text-warning" if report.tool_change.changed else ""))
-        self.query_one("#inspector-mode", Static).update(_mode_line(mode))
-        self.query_one("#inspector-routes").display = True
-        by_id = {route_report.route.id: route_report for route_report in report.routes}
-        for column in self.columns:
-            column.show(by_id[column.route.id], mode, self.scrub)
+        return Content.assemble(*parts)
 
 
 def _mode_line(current: InspectorMode) -> Content:

@@ -70,7 +70,7 @@ class TurnEndNode(Static):
     """
 
     def __init__(self, block: TurnEndBlock) -> None:
-        super().__init__(turn_end_text(block.reason))
+        super().__init__(literal(turn_end_text(block.reason)))
         self.block = block
 
 

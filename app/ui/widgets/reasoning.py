@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Static
 
 from app.i18n import N_, _
@@ -33,9 +34,9 @@ class Reasoning(Vertical, can_focus=True):
         yield Static(self._title(), classes="title")
         yield Static(literal(self._text), classes="body")
 
-    def _title(self) -> str:
+    def _title(self) -> Content:
         marker = "▼" if self.has_class("-expanded") else "▶"
-        return _("{marker} Reasoning ({count} characters)").format(marker=marker, count=len(self._text))
+        return literal(_("{marker} Reasoning ({count} characters)").format(marker=marker, count=len(self._text)))
 
     def set_text(self, text: str) -> None:
         self._text = text

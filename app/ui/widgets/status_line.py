@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from app.i18n import _
 from app.llm.routes import Route
+from app.ui.text import literal, styled
 
 OFFLINE_ROUTE = "offline/demo"
 
@@ -73,13 +74,13 @@ class StatusLine(Static):
         parts: list[Content | str] = []
         if route is not None:
             if route.id == OFFLINE_ROUTE:
-                parts.append(Content.styled(_("offline demo model"), "bold $text-warning"))
+                parts.append(styled(_("offline demo model"), "bold $text-warning"))
             else:
-                parts.append(Content.styled(route.display_label, "bold"))
+                parts.append(styled(route.display_label, "bold"))
             parts.append(route.model)
             parts.append(route.tool_update)
         if self.read_only:
-            parts.append(Content.styled(_("read-only"), "bold $text-error"))
+            parts.append(styled(_("read-only"), "bold $text-error"))
         parts.append(_("seq {n}").format(n=usage.sequence))
         parts.append(
             _("last ↑{input} ↓{output}").format(input=_tokens(usage.last_in), output=_tokens(usage.last_out))
@@ -89,7 +90,7 @@ class StatusLine(Static):
         )
         parts.append(_("cache {n}").format(n=_tokens(usage.cache_read)))
         parts.append(_("retries {n}").format(n=usage.retries))
-        content = Content(" · ").join(Content(part) if isinstance(part, str) else part for part in parts)
+        content: Content = Content(" · ").join(literal(part) if isinstance(part, str) else part for part in parts)
         if content.plain == self._shown.plain and content.spans == self._shown.spans:
             return  # the same line: no repaint (it is set again at every item and on resume)
         self._shown = content

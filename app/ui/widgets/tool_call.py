@@ -70,7 +70,7 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
         block = self.block
         status = self.query_one(".status", Static)
         status.set_classes(f"status -{block.status}")
-        status.update(block.status_text())
+        status.update(literal(block.status_text()))
         self.set_class(block.status == FAILED, "-failed")
         result = self.query_one(".result", Static)
         more = self.query_one(".more", Static)

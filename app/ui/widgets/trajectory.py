@@ -20,6 +20,7 @@ from textual.widgets.tree import TreeNode
 from app.i18n import N_, _, ngettext
 from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, Turn
 from app.ui import keymap
+from app.ui.text import literal_text
 from app.ui.widgets.trajectory_index import GROUP_SPAN, IndexedTrajectory, Trajectory
 from app.ui.widgets.trajectory_model import (
     Entry,
@@ -28,6 +29,7 @@ from app.ui.widgets.trajectory_model import (
     context_names,
     entry_label,
     highlighted,
+    name_label,
     reasoning_label,
 )
 
@@ -82,7 +84,7 @@ class TrajectoryTree(Tree[NodeData]):
     # --- cheap labels ------------------------------------------------------------------------------
 
     def process_label(self, label: str | Text) -> Text:
-        return label if isinstance(label, Text) else Text(label)
+        return label if isinstance(label, Text) else literal_text(label)
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
         return node._label.cell_len + (EXPANDER_WIDTH if node._allow_expand else 0)
@@ -196,10 +198,10 @@ class TrajectoryTree(Tree[NodeData]):
         elif isinstance(subject, ContextItem):
             added, removed = context_names(subject)
             for name in added:
-                label = Text("+ ", style="green").append(name)
+                label = name_label("+", "green", name)
                 node.add_leaf(label, data=Part(entry, label))
             for name in removed:
-                label = Text("− ", style="red").append(name)
+                label = name_label("−", "red", name)
                 node.add_leaf(label, data=Part(entry, label))
 
     def action_toggle_expand_all(self) -> None:

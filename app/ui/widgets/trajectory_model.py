@@ -547,6 +547,11 @@ def context_names(item: ContextItem) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (notice.added, notice.removed) if notice.names else ((), ())
 
 
+def name_label(sign: str, style: str, name: str) -> Text:
+    """One name of a multi-tool change's list: `+ name` or `− name`, the sign in `style`."""
+    return Text(f"{sign} ", style=style).append(_clip(name))
+
+
 def search_text(entry: Entry) -> str:
     """Everything a search should find in the entry (its whole text, not the clipped label)."""
     subject = entry.subject

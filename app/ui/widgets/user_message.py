@@ -59,11 +59,13 @@ class UserMessage(ExpandsOnClick, Vertical):
             return
         if self.block.expanded:
             more.update(
-                ngettext(
-                    "… {n} more line not shown here (the session has the whole message)",
-                    "… {n} more lines not shown here (the session has the whole message)",
-                    hidden,
-                ).format(n=hidden)
+                literal(
+                    ngettext(
+                        "… {n} more line not shown here (the session has the whole message)",
+                        "… {n} more lines not shown here (the session has the whole message)",
+                        hidden,
+                    ).format(n=hidden)
+                )
             )
         else:
             more.update(expand_hint(hidden))
