@@ -139,21 +139,16 @@ def _shortened(value: Any, shorten: Shorten) -> Any:
 def _unified(before: list[str], after: list[str], offset: int) -> list[str]:
     """A unified diff as `difflib.unified_diff(…, "previous", "this", lineterm="")` writes it, of two
     texts whose first `offset` lines are the same, given their lines from there on. The lines the
-    two still share at the start and at the end are matched first, then the rest by `difflib`:
-    over a whole body, `difflib` may match a closing line of the previous body's last message
-    with the new last message's instead (a diff as true, hunks a line apart)."""
+    two still share at the start are matched first, then the rest by `difflib`, as `difflib` does
+    over whole bodies when that shared start is their longest match (the usual case: a long
+    conversation and a short tail of tools)."""
     size = min(len(before), len(after))
     start = 0
     while start < size and before[start] == after[start]:
         start += 1
-    end = 0
-    while end < size - start and before[-1 - end] == after[-1 - end]:
-        end += 1
-    middle = difflib.SequenceMatcher(None, before[start : len(before) - end], after[start : len(after) - end])
+    rest = difflib.SequenceMatcher(None, before[start:], after[start:])
     codes = [("equal", 0, start, 0, start)] if start else []
-    codes += [(tag, i1 + start, i2 + start, j1 + start, j2 + start) for tag, i1, i2, j1, j2 in middle.get_opcodes()]
-    if end:
-        codes.append(("equal", len(before) - end, len(before), len(after) - end, len(after)))
+    codes += [(tag, i1 + start, i2 + start, j1 + start, j2 + start) for tag, i1, i2, j1, j2 in rest.get_opcodes()]
     groups = list(_Matched(codes).get_grouped_opcodes(_CONTEXT))
     if not groups:
         return []

@@ -1,7 +1,7 @@
 """Where `toolscope export -o` writes (issue 23, item 5), through the real console command: a
 regular file is replaced whole, `-` and the process's own descriptors are written to, a FIFO or a
-character device is written through and stays what it was, a symlink is followed, and a socket, a
-block device or a directory is refused with an error naming it."""
+character device is written through and stays what it was, a symlink is followed, and a socket or a
+block device is refused with an error naming it; a reader closing standard output ends the export."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.functional.test_export import KEY, TOOLSCOPE, crafted_log, export, toolscope
+from tests.functional.test_export_large_texts import large_log
 from tests.functional.test_inspect import write_session
 
 FORMATS = ("md", "html", "json")
@@ -180,3 +181,18 @@ def test_o_onto_a_socket_or_a_block_device_is_refused_naming_it(home, session, o
         assert_only(out, "sock", "disk")
     finally:
         listening.close()
+
+
+def test_a_reader_that_closes_standard_output_ends_the_export_quietly(home, out):
+    """`toolscope export … | head -c 100`: the export stops (exit 0, nothing on stderr) rather than
+    failing, or making the rest of a long session's export for no one."""
+    session = write_session(large_log(), home / "sessions")
+    child = subprocess.Popen(
+        [str(TOOLSCOPE), "export", session.stem, "--format", "html"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(home),
+    )
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.read(100).startswith(b"<!DOCTYPE html>")
+    child.stdout.close()  # more than a pipe's buffer is still to come
+    assert child.wait(timeout=120) == 0
+    assert child.stderr.read() == b""
