@@ -756,7 +756,10 @@ def _add_export(subparsers: argparse._SubParsersAction, shared: argparse.Argumen
         "-o",
         "--output",
         metavar="FILE",
-        help=_("write to FILE (mode 0600, replaced whole) instead of standard output"),
+        help=_(
+            "write to FILE instead of standard output (- is standard output): a regular file is "
+            "replaced whole (mode 0600), a FIFO or a device is written through"
+        ),
     )
     parser.set_defaults(handler=_export)
 

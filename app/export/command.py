@@ -2,26 +2,26 @@
 
 Markdown and HTML render the session with the report model of every route of the catalog; JSON is
 the session view (`app.export.view_json`). Every key the catalog's routes read from the
-environment is redacted from all three. With `-o` the file is written whole or not at all (a
-temporary file beside it, renamed over it) and private (0600): an export holds the whole
-conversation.
+environment is redacted from all three. The session is validated first, so a corrupt log is
+refused before anything is written; then the export is written as it is made, to where `-o` says
+(`app.export.target`: a regular file is replaced whole or not at all, private (0600), since an
+export holds the whole conversation; a pipe or a device is written through).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from app.agent.runtime import catalog_from
 from app.config import Config, ConfigError, load_config
-from app.export.html import render_html
-from app.export.markdown import render_markdown
+from app.export.html import write_html
+from app.export.markdown import write_markdown
 from app.export.scrub import Scrubber
-from app.export.view_json import view_json
+from app.export.target import Lines, ReaderGone, open_target
+from app.export.view_json import write_view_json
 from app.i18n import _
 # The session commands share inspect's session resolution and its error and warning lines.
 from app.inspect_report import (
@@ -34,12 +34,10 @@ from app.inspect_report import (
 )
 from app.llm.routes import Route, RouteConfigError
 from app.paths import config_file
-from app.report.model import inspect_requests
+from app.report.model import iter_reports
 from app.session.errors import SessionError
+from app.session.indexed import IndexedView
 from app.session.session import Session
-from app.session.view import SessionView
-
-FILE_MODE = 0o600
 
 
 def run(args: argparse.Namespace, config: Config | None = None) -> int:
@@ -52,54 +50,38 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
     except (ConfigError, RouteConfigError) as error:
         return _fail(str(error), EXIT_USAGE)
     try:
-        session = Session.open(resolve_session(args.session))
-        view = session.view()
+        session = Session.open(resolve_session(args.session)).load()
     except SessionError as error:
         return _fail(str(error), EXIT_FAILURE)
     warn_if_torn(session)
-    text = render_export(view, routes, args.format)
-    if args.output is None:
-        sys.stdout.write(text)
-        return EXIT_OK
     try:
-        write_private(Path(args.output), text)
+        with open_target(args.output) as stream:
+            write_export(session.view(), routes, args.format, stream)
+    except ReaderGone:
+        return EXIT_OK
+    except SessionError as error:
+        return _fail(str(error), EXIT_FAILURE)
     except OSError as error:
         reason = error.strerror or str(error)
-        return _fail(
-            _("cannot write {path}: {reason}").format(path=args.output, reason=reason), EXIT_FAILURE
-        )
+        path = args.output if args.output not in (None, "-") else _("standard output")
+        return _fail(_("cannot write {path}: {reason}").format(path=path, reason=reason), EXIT_FAILURE)
     return EXIT_OK
 
 
-def render_export(view: SessionView, routes: Sequence[Route], fmt: str) -> str:
-    """The session as `fmt` (`md`, `html`, `json`), every key of `routes` redacted."""
+def write_export(view: IndexedView, routes: Sequence[Route], fmt: str, stream: TextIO) -> None:
+    """The session as `fmt` (`md`, `html`, `json`), every key of `routes` redacted, written to
+    `stream` as it is made."""
     scrub = Scrubber.for_routes(routes)
     if fmt == "json":
-        return scrub.json(view_json(view))
-    reports = inspect_requests(view.requests, routes)
-    render = render_html if fmt == "html" else render_markdown
-    return render(view, reports, scrub)
+        write_view_json(view, scrub, Lines(stream))
+        return
+    write = write_html if fmt == "html" else write_markdown
+    write(view, iter_reports(view.requests, routes), scrub, stream)
 
 
 def export_file(session_path: Path, routes: Sequence[Route], fmt: str, target: Path) -> None:
     """What `toolscope export SESSION --format FMT -o TARGET` writes (the chat's palette uses it):
     the session read afresh from its file, so a turn being logged meanwhile is not disturbed."""
-    view = Session.open(session_path).view()
-    write_private(target, render_export(view, routes, fmt))
-
-
-def write_private(path: Path, text: str) -> None:
-    """All of `text` at `path` with mode 0600, or nothing changed: a temporary file in the same
-    directory, flushed, then renamed over `path`."""
-    directory = path.parent if str(path.parent) else Path(".")
-    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(descriptor, FILE_MODE)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    session = Session.open(session_path).load()
+    with open_target(target) as stream:
+        write_export(session.view(), routes, fmt, stream)

@@ -1,15 +1,26 @@
 """The order an export tells a session in: turns, their items, sequence boundaries, and after each
 model request's outcome the report of what every route received for it. Markdown and HTML both
-walk this, so they tell the same story."""
+walk this, so they tell the same story.
+
+The walk reads the session as it goes (the indexed view's items a run at a time, each request and
+its report when its outcome comes), so an export is written as it is made and holds one request's
+worth of the session at a time, whatever the length of the session.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
 from app.report.model import RequestReport
-from app.session.view import HeaderItem, Item, SessionView, ToolCallItem, Turn
+from app.session.indexed import IndexedView
+from app.session.view import AssistantItem, HeaderItem, Item, RequestErrorItem, ToolCallItem
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    number: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,20 +30,20 @@ class SequenceStart:
     number: int
 
 
-Entry = Union[Turn, SequenceStart, Item, RequestReport]
+Entry = Union[TurnStart, SequenceStart, Item, RequestReport]
 
 
-def walk(view: SessionView, reports: Sequence[RequestReport]) -> Iterator[Entry]:
-    """Headers become sequence boundaries when their sequence changes; `tool/call` events are left
-    out (each call is shown with the assistant message that made it, its result after)."""
-    by_outcome = {report.request.seq: report for report in reports}
-    turns = iter(view.turns)
-    next_turn = next(turns, None)
+def walk(view: IndexedView, reports: Iterator[RequestReport]) -> Iterator[Entry]:
+    """`reports` gives each request's report in order (`iter_reports`). Headers become sequence
+    boundaries when their sequence changes; `tool/call` events are left out (each call is shown
+    with the assistant message that made it, its result after)."""
+    turn = 0
     sequence: int | None = None
     for item in view.items:
-        while next_turn is not None and next_turn.seq < item.seq:
-            yield next_turn
-            next_turn = next(turns, None)
+        started, _step, _requests = view.position(item.seq)  # turns started up to the item
+        while turn < started:
+            turn += 1
+            yield TurnStart(turn)
         if isinstance(item, HeaderItem):
             if sequence is not None and item.header.sequence != sequence:
                 yield SequenceStart(item.header.sequence)
@@ -41,9 +52,7 @@ def walk(view: SessionView, reports: Sequence[RequestReport]) -> Iterator[Entry]
         if isinstance(item, ToolCallItem):
             continue
         yield item
-        report = by_outcome.get(item.seq)
-        if report is not None:
-            yield report
-    if next_turn is not None:
-        yield next_turn
-        yield from turns
+        if isinstance(item, (AssistantItem, RequestErrorItem)):  # a request's outcome
+            yield next(reports)
+    for number in range(turn + 1, len(view.turns) + 1):  # turns with no item left
+        yield TurnStart(number)

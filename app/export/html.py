@@ -1,23 +1,33 @@
-"""A session as one self-contained HTML file: inline CSS, no script, no external reference, so it
-opens offline and shows the same thing everywhere.
+"""A session as one self-contained HTML file: inline CSS, no script, no external reference (its
+only links are to its own elements), so it opens offline and shows the same thing everywhere.
 
 The conversation with its context nodes (several tool changes: the counts, with the names in a
 `<details>` list), and per model request a section with each route's declarations, blocks, prefix,
 beta header, fallback and the diff of its wire body against the previous request on that route —
-all from the report model of `app.report`. Every string from the session is scrubbed
-(`Scrubber`) and HTML-escaped; our localized words are escaped too.
+all from the report model of `app.report`. A large text is shown once, where its item is; a diff
+or a block that carries it links there instead (`app.export.references`). Every string from the
+session is scrubbed (`Scrubber`) and HTML-escaped; our localized words are escaped too. The file
+is written as it is made (`Lines`).
 """
 
 from __future__ import annotations
 
+import base64
 import html
-from collections.abc import Sequence
+import json
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from typing import TextIO
 
 from app.agent.notices import instructions_notice, tool_change_notice
-from app.export.conversation import SequenceStart, walk
+from app.export.conversation import SequenceStart, TurnStart, walk
+from app.export.references import Reference, Texts
 from app.export.scrub import Scrubber
+from app.export.target import Lines
+from app.export.wire_diff import BodyDiffs
 from app.i18n import _, current_language, ngettext
-from app.llm.projection import describe_fallback
+from app.llm.projection import UpdateBlock, describe_fallback
 from app.report.model import RequestReport, RouteReport
 from app.report.wording import (
     block_label,
@@ -32,14 +42,14 @@ from app.session.events import ToolRegistryUpdate
 from app.session.view import (
     AssistantItem,
     ContextItem,
+    Message,
     RequestErrorItem,
     RetryItem,
-    SessionView,
     SummaryItem,
     ToolResultItem,
-    Turn,
     UserItem,
 )
+from app.session.indexed import IndexedView
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem;
@@ -65,17 +75,25 @@ td:not(:last-child) { white-space: nowrap; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 .8rem; margin: .4rem 0; font-size: .9rem; }
 dt { color: #667085; } dd { margin: 0; }
 .diff-add { color: #067647; } .diff-del { color: #b42318; }
+a.ref { font-style: italic; }
 """
 
 
-def render_html(view: SessionView, reports: Sequence[RequestReport], scrub: Scrubber) -> str:
-    return _Html(scrub).render(view, reports)
+def write_html(view: IndexedView, reports: Iterator[RequestReport], scrub: Scrubber, stream: TextIO) -> None:
+    _Html(scrub, stream).render(view, reports)
 
 
 class _Html:
-    def __init__(self, scrub: Scrubber) -> None:
+    def __init__(self, scrub: Scrubber, stream: TextIO) -> None:
         self.scrub = scrub
-        self.out: list[str] = []
+        self.out = Lines(stream)
+        self.turn = 0
+        self.texts = Texts()
+        self.diffs = BodyDiffs()
+        # Opens the token that stands for a large string in a printed body: its nonce keeps session
+        # text from forging one.
+        self.token_start = f"\ue000{secrets.token_hex(8)}:"
+        self.tokens = re.compile(f'"{re.escape(self.token_start)}([A-Za-z0-9_=-]*)\ue001"')
 
     def esc(self, text: str) -> str:
         return html.escape(self.scrub.text(text), quote=True)
@@ -83,8 +101,23 @@ class _Html:
     def code(self, text: str) -> str:
         return f"<code>{self.esc(text)}</code>"
 
-    def pre(self, text: str) -> str:
-        return f"<pre>{self.esc(text)}</pre>"
+    def pre(self, text: str, anchor: str | None = None) -> str:
+        where = f' id="{anchor}"' if anchor is not None else ""
+        return f"<pre{where}>{self.esc(text)}</pre>"
+
+    def shown(self, item: Message, part: str, text: str) -> str:
+        """`text` in a `<pre>`, with an anchor when it is large (later bodies refer to it)."""
+        return self.pre(text, self.texts.show(item, part, text, self.turn))
+
+    def link(self, reference: Reference) -> str:
+        return f'<a class="ref" href="#{html.escape(reference.anchor)}">{self.esc(reference.note())}</a>'
+
+    def token(self, reference: Reference | None) -> str | None:
+        """What a printed body holds in place of a large string (`body_line` makes it a link)."""
+        if reference is None:
+            return None
+        fields = json.dumps([reference.anchor, reference.what, reference.size, reference.turn])
+        return f"{self.token_start}{base64.urlsafe_b64encode(fields.encode()).decode()}\ue001"
 
     def mark(self, name: str) -> str:
         """A tool name inside our words, marked by two control characters a scrubbed name cannot
@@ -100,7 +133,7 @@ class _Html:
 
     # --- the document --------------------------------------------------------------------------
 
-    def render(self, view: SessionView, reports: Sequence[RequestReport]) -> str:
+    def render(self, view: IndexedView, reports: Iterator[RequestReport]) -> None:
         header = view.header
         title = _("Session {id}").format(id=header.id)
         self.out += [
@@ -128,7 +161,8 @@ class _Html:
             + "</p>",
         ]
         for entry in walk(view, reports):
-            if isinstance(entry, Turn):
+            if isinstance(entry, TurnStart):
+                self.turn = entry.number
                 heading = self.esc(_("Turn {n}").format(n=entry.number))
                 self.out.append(f'<h2 id="turn-{entry.number}">{heading}</h2>')
             elif isinstance(entry, SequenceStart):
@@ -139,11 +173,11 @@ class _Html:
             else:
                 self.item(entry)
         self.out.append("</body></html>")
-        return "\n".join(self.out) + "\n"
+        self.out.flush()
 
     def item(self, item: object) -> None:
         if isinstance(item, UserItem):
-            self.out += ["<h3>" + self.esc(_("User")) + "</h3>", self.pre(item.text)]
+            self.out += ["<h3>" + self.esc(_("User")) + "</h3>", self.shown(item, "", item.text)]
         elif isinstance(item, AssistantItem):
             self.assistant(item)
         elif isinstance(item, ToolResultItem):
@@ -153,7 +187,7 @@ class _Html:
                 title += " · " + self.words(_("error {code}"), code=self.code(code))
             self.out += [
                 f'<div class="tool-result"><strong>{title}</strong> ({self.code(item.call_id)})',
-                self.pre(item.content),
+                self.shown(item, "", item.content),
                 "</div>",
             ]
         elif isinstance(item, ContextItem):
@@ -172,7 +206,7 @@ class _Html:
             self.out.append(f'<p class="retry">{text}</p>')
         elif isinstance(item, SummaryItem):
             heading = self.esc(_("Compaction (sequence {n})").format(n=item.sequence))
-            self.out += [f"<h3>{heading}</h3>", self.pre(item.summary)]
+            self.out += [f"<h3>{heading}</h3>", self.shown(item, "", item.summary)]
 
     def assistant(self, item: AssistantItem) -> None:
         heading = self.words(
@@ -181,14 +215,15 @@ class _Html:
         self.out.append(f"<h3>{heading}</h3>")
         if item.reasoning:
             summary = self.esc(_("Reasoning"))
-            self.out.append(f"<details><summary>{summary}</summary>{self.pre(item.reasoning)}</details>")
+            reasoning = self.shown(item, "reasoning", item.reasoning)
+            self.out.append(f"<details><summary>{summary}</summary>{reasoning}</details>")
         if item.text:
-            self.out.append(self.pre(item.text))
-        for call in item.tool_calls:
+            self.out.append(self.shown(item, "text", item.text))
+        for number, call in enumerate(item.tool_calls):
             title = self.words(_("Tool call {name}"), name=self.code(call.name))
             self.out += [
                 f'<div class="tool-call"><strong>{title}</strong> ({self.code(call.call_id)})',
-                self.pre(call.arguments),
+                self.shown(item, f"call-{number}", call.arguments),
                 "</div>",
             ]
         if item.interrupted:
@@ -198,9 +233,8 @@ class _Html:
         message = item.message
         label = "<strong>" + self.esc(_("Context")) + "</strong> · "
         if not isinstance(message, ToolRegistryUpdate):
-            self.out.append(
-                f'<div class="context">{label}{self.esc(instructions_notice())}{self.pre(message.text)}</div>'
-            )
+            text = self.shown(item, "", message.text)
+            self.out.append(f'<div class="context">{label}{self.esc(instructions_notice())}{text}</div>')
             return
         notice = tool_change_notice(message, self.mark)
         summary = self.marked(notice.summary)
@@ -230,11 +264,12 @@ class _Html:
             change = self.marked(tool_change_line(report.tool_change, self.mark))
             self.out.append(f'<p class="change">{change}</p>')
         self.out.append('<div class="routes">')
+        large = self.texts.of_request(request)
         for route in report.routes:
-            self.route(route)
+            self.route(route, large)
         self.out.append("</div></section>")
 
-    def route(self, report: RouteReport) -> None:
+    def route(self, report: RouteReport, large: Mapping[str, Reference]) -> None:
         labels = section_labels()
         route = report.route
         rows: list[tuple[str, str]] = []
@@ -260,12 +295,12 @@ class _Html:
         blocks = [
             f"<tr><td>{'/messages/' + str(position) if position is not None else '-'}</td>"
             f"<td>{self.esc(block_label(block.kind))}</td>"
-            f"<td>{self.code(block.text if block.kind == 'text' else block.name or '')}</td>"
+            f"<td>{self.block_content(block)}</td>"
             f"<td>{self.esc(block_source(block.seq))}</td></tr>"
             for block, position in report.blocks
         ]
         self.table(labels["blocks"], blocks, "blocks")
-        diff = report.body_diff()
+        diff = self.diffs.diff(report, lambda text: self.token(large.get(text)))
         if diff:
             lines = [self.diff_line(line) for line in diff]
             summary = self.esc(_("Wire body diff against the previous request"))
@@ -280,9 +315,26 @@ class _Html:
             return
         self.out.append(f'<p>{self.esc(label)}</p><table class="{css}">{"".join(rows)}</table>')
 
+    def block_content(self, block: UpdateBlock) -> str:
+        """A block's tool name, or its instructions text (a link to it when it is large)."""
+        if block.kind != "text":
+            return self.code(block.name or "")
+        reference = self.texts.block(block.seq)
+        return self.link(reference) if reference is not None else self.code(block.text or "")
+
     def diff_line(self, line: str) -> str:
         if line.startswith("+") and not line.startswith("+++"):
-            return f'<span class="diff-add">{self.esc(line)}</span>'
+            return f'<span class="diff-add">{self.body_line(line)}</span>'
         if line.startswith("-") and not line.startswith("---"):
-            return f'<span class="diff-del">{self.esc(line)}</span>'
-        return self.esc(line)
+            return f'<span class="diff-del">{self.body_line(line)}</span>'
+        return self.body_line(line)
+
+    def body_line(self, line: str) -> str:
+        """A line of a printed body, escaped, each large string's token made a link to the text."""
+        pieces = self.tokens.split(line)
+        if len(pieces) == 1:
+            return self.esc(line)
+        return "".join(
+            self.link(Reference(*json.loads(base64.urlsafe_b64decode(piece)))) if number % 2 else self.esc(piece)
+            for number, piece in enumerate(pieces)
+        )

@@ -1,5 +1,7 @@
 """A session as Markdown: the conversation, its context nodes and, per request, what each route
-received (the report model of `app.report`).
+received (the report model of `app.report`), written as it is made (`Lines`). A large
+instructions text is shown once, in its context node; the blocks that carry it refer to it
+(`app.export.references`).
 
 Nothing from the session is trusted (DESIGN §11): every such string is scrubbed (`Scrubber`) and
 then either fenced (multi-line text: a fence longer than any backtick run inside) or put in a code
@@ -10,13 +12,16 @@ words stand outside code.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator
+from typing import TextIO
 
 from app.agent.notices import instructions_notice, tool_change_notice
-from app.export.conversation import SequenceStart, walk
+from app.export.conversation import SequenceStart, TurnStart, walk
+from app.export.references import Texts
 from app.export.scrub import Scrubber
+from app.export.target import Lines
 from app.i18n import _, ngettext
-from app.llm.projection import describe_fallback
+from app.llm.projection import UpdateBlock, describe_fallback
 from app.report.model import RequestReport, RouteReport
 from app.report.wording import (
     block_label,
@@ -33,24 +38,25 @@ from app.session.view import (
     ContextItem,
     RequestErrorItem,
     RetryItem,
-    SessionView,
     SummaryItem,
     ToolResultItem,
-    Turn,
     UserItem,
 )
+from app.session.indexed import IndexedView
 
 _BACKTICKS = re.compile("`+")
 
 
-def render_markdown(view: SessionView, reports: Sequence[RequestReport], scrub: Scrubber) -> str:
-    return _Markdown(scrub).render(view, reports)
+def write_markdown(view: IndexedView, reports: Iterator[RequestReport], scrub: Scrubber, stream: TextIO) -> None:
+    _Markdown(scrub, stream).render(view, reports)
 
 
 class _Markdown:
-    def __init__(self, scrub: Scrubber) -> None:
+    def __init__(self, scrub: Scrubber, stream: TextIO) -> None:
         self.scrub = scrub
-        self.out: list[str] = []
+        self.out = Lines(stream, trim_end=True)
+        self.turn = 0
+        self.texts = Texts()
 
     # --- untrusted text ------------------------------------------------------------------------
 
@@ -68,7 +74,7 @@ class _Markdown:
 
     # --- the document --------------------------------------------------------------------------
 
-    def render(self, view: SessionView, reports: Sequence[RequestReport]) -> str:
+    def render(self, view: IndexedView, reports: Iterator[RequestReport]) -> None:
         header = view.header
         self.out += [
             "# " + _("Session {id}").format(id=self.code(header.id)),
@@ -81,7 +87,8 @@ class _Markdown:
             "",
         ]
         for entry in walk(view, reports):
-            if isinstance(entry, Turn):
+            if isinstance(entry, TurnStart):
+                self.turn = entry.number
                 self.out += ["## " + _("Turn {n}").format(n=entry.number), ""]
             elif isinstance(entry, SequenceStart):
                 self.out += ["---", "", "*" + _("New projection sequence {n}").format(n=entry.number) + "*", ""]
@@ -89,7 +96,7 @@ class _Markdown:
                 self.request(entry)
             else:
                 self.item(entry)
-        return "\n".join(self.out).rstrip("\n") + "\n"
+        self.out.flush()
 
     def item(self, item: object) -> None:
         if isinstance(item, UserItem):
@@ -153,6 +160,7 @@ class _Markdown:
     def context(self, item: ContextItem) -> None:
         message = item.message
         if not isinstance(message, ToolRegistryUpdate):
+            self.texts.show(item, "", message.text, self.turn)
             self.out += ["> **" + _("Context") + "** · " + instructions_notice(), ""]
             self.fence(message.text)
             return
@@ -174,6 +182,7 @@ class _Markdown:
         ]
         if report.tool_change is not None:
             self.out += [tool_change_line(report.tool_change, self.code), ""]
+        self.texts.of_request(request)  # (only its blocks refer to a text: this forgets what no later one can carry)
         for route in report.routes:
             self.route(route)
         self.out.append("")
@@ -202,9 +211,17 @@ class _Markdown:
         self.out.append(f"  - {labels['declarations']}: " + (", ".join(declarations) or _("none")))
         blocks = [
             f"{block_label(block.kind)} "
-            + self.code(block.text if block.kind == "text" else block.name or "")
+            + self.block_content(block)
             + (f" @ /messages/{position}" if position is not None else "")
             + f" ({block_source(block.seq)})"
             for block, position in report.blocks
         ]
         self.out.append(f"  - {labels['blocks']}: " + ("; ".join(blocks) or _("none")))
+
+    def block_content(self, block: UpdateBlock) -> str:
+        """A block's tool name, or its instructions text (where it is shown, when it is large: an
+        instructions update's note holds none of the session's text)."""
+        if block.kind != "text":
+            return self.code(block.name or "")
+        reference = self.texts.block(block.seq)
+        return f"*{reference.note()}*" if reference is not None else self.code(block.text or "")

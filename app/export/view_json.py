@@ -3,13 +3,16 @@
 Every item of `SessionView.items` in log order (each with its `kind`), the turns and steps that
 group them (by `seq`), and every model request with the seqs of the messages it was sent with and
 the tool-history snapshot in force. `docs/export.md` documents each field; `FORMAT_VERSION`
-changes when a field's meaning does.
+changes when a field's meaning does. `write_view_json` writes the document an element at a time,
+the same text as the whole document at once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -30,6 +33,11 @@ from app.session.view import (
     UserItem,
 )
 
+if TYPE_CHECKING:  # the trajectory imports this module for its item fields, not to export
+    from app.export.scrub import Scrubber
+    from app.export.target import Lines
+    from app.session.indexed import IndexedView
+
 FORMAT = "toolscope-session-view"
 FORMAT_VERSION = 1
 
@@ -46,14 +54,42 @@ ITEM_KINDS: dict[type, str] = {
 }
 
 
-def view_json(view: SessionView) -> dict[str, Any]:
+def view_json(view: SessionView | IndexedView) -> dict[str, Any]:
+    return {key: list(value) if isinstance(value, Iterator) else value for key, value in _sections(view).items()}
+
+
+def write_view_json(view: SessionView | IndexedView, scrub: Scrubber, out: Lines) -> None:
+    """`scrub.json(view_json(view))`, written as each item, turn and request is read."""
+    out.write("{")
+    for number, (key, value) in enumerate(_sections(view).items()):
+        out.write(("," if number else "") + f"\n  {json.dumps(key)}: ")
+        if not isinstance(value, Iterator):
+            out.write(_indented(scrub.json(value), "  "))
+            continue
+        empty = True
+        for element in value:
+            out.write(("[" if empty else ",") + "\n    " + _indented(scrub.json(element), "    "))
+            empty = False
+        out.write("[]" if empty else "\n  ]")
+    out.write("\n}\n")
+    out.flush()
+
+
+def _indented(text: str, indent: str) -> str:
+    """JSON text (`json.dumps(indent=2)`, its newline at the end dropped) as a value nested under
+    `indent`: a string never holds a raw line break, so each one starts a line of the value."""
+    return text.rstrip("\n").replace("\n", "\n" + indent)
+
+
+def _sections(view: SessionView | IndexedView) -> dict[str, Any]:
+    """The document's keys in order; the lists as iterators that read the view as they go."""
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "session": view.header.model_dump(mode="json"),
-        "items": [item_json(item) for item in view.items],
-        "turns": [_turn_json(turn) for turn in view.turns],
-        "requests": [_request_json(request) for request in view.requests],
+        "items": map(item_json, view.items),
+        "turns": map(_turn_json, view.turns),
+        "requests": map(_request_json, view.requests),
     }
 
 

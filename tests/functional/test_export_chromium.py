@@ -1,7 +1,7 @@
 """The HTML export opened in a real headless Chromium (Debian's `chromium`; `.ci/run` installs it):
 the DOM holds every request's route sections and every tool change, the multi-tool change's list
-is a closed `<details>`, and following a link to the list opens it. Skipped only when no Chromium
-binary exists."""
+is a closed `<details>`, following a link to the list opens it, and clicking a reference to a
+large text lands on the text. Skipped only when no Chromium binary exists."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import pytest
 
 from app.llm.routes import load_catalog
 from app.session.session import Session
+from app.session.view import ContextItem, ToolResultItem, UserItem
 from tests.functional.test_export import crafted_log, toolscope
+from tests.functional.test_export_large_texts import large_log, seq_of
 from tests.functional.test_inspect import write_session
 from tests.support.builder import LogBuilder, tool
 
@@ -144,3 +146,47 @@ def test_the_page_fits_the_window_with_long_tool_names(tmp_path, width):
     )
     dom = dump_dom(probed.as_uri(), tmp_path / "profile", f"--window-size={width},1000")
     assert '<output id="probe">fits</output>' in dom
+
+
+LINK_PROBE = """<script>
+const landed = [];
+for (const href of new Set([...document.querySelectorAll("a.ref")].map(link => link.getAttribute("href")))) {
+  const link = document.querySelector(`a.ref[href="${href}"]`);
+  for (let details = link.closest("details"); details; details = details.parentElement.closest("details")) {
+    details.open = true;
+  }
+  window.scrollTo(0, document.body.scrollHeight);
+  link.click();
+  const target = document.querySelector(href);
+  landed.push([href, location.hash === href, Math.round(target.getBoundingClientRect().top),
+               target.textContent.split(" ")[0]].join(" "));
+}
+const out = document.createElement("output");
+out.id = "probe"; out.textContent = landed.join("; ");
+document.body.append(out);
+</script></body>"""
+
+
+def test_a_reference_in_a_diff_lands_on_the_text_it_stands_for(tmp_path):
+    """Each large text's first reference (in a route's body diff, its `<details>` opened as a user
+    would) is clicked from the bottom of the page: the page scrolls to the text itself. The probe
+    script goes into a copy without the page's Content-Security-Policy, which forbids it."""
+    home = tmp_path / "home"
+    session = write_session(large_log(), home / "sessions")
+    page = tmp_path / "export.html"
+    result = toolscope(home, "export", session.stem, "--format", "html", "-o", str(page))
+    assert result.returncode == 0, result.stderr
+    probed = tmp_path / "probed.html"
+    html = page.read_text(encoding="utf-8")
+    probed.write_text(
+        re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html).replace("</body>", LINK_PROBE),
+        encoding="utf-8",
+    )
+    dom = dump_dom(probed.as_uri(), tmp_path / "profile", "--window-size=1200,900")
+    landed = re.search(r'<output id="probe">(.*?)</output>', dom)
+    assert landed is not None
+    expected = [
+        f"#text-{seq_of(session, kind)} true 0 {name}"
+        for kind, name in ((ToolResultItem, "result"), (UserItem, "question"), (ContextItem, "system"))
+    ]
+    assert landed.group(1).split("; ") == expected
