@@ -5,9 +5,11 @@ resumed chat."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,12 +19,9 @@ from hypothesis import strategies as st
 
 from app.session.events import encode_event, encode_header
 from app.session.session import Session
-from app.ui.screens.viewer import TrajectoryScreen
-from app.ui.trajectory_source import SessionFileSource
-from app.ui.viewer_app import ViewerApp
 from app.ui.widgets.conversation import SessionHistory
 from tests.functional.ui.chat_support import make_bench, settle, until
-from tests.functional.ui.viewer_support import TOOLSCOPE, trajectory_session
+from tests.functional.ui.viewer_support import TOOLSCOPE, trajectory_cells, trajectory_session
 from tests.support.commands import run_cli
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.screen import screen_cells
@@ -91,30 +90,23 @@ def test_inspect_export_and_run_read_a_json_dumps_session_as_the_original(tmp_pa
 # --- the Trajectory and the chat, driven by the pilot ---------------------------------------------
 
 
-async def _trajectory_screen(path: Path) -> list[tuple[str, str]]:
-    async with ViewerApp(SessionFileSource.open(path)).run_test(size=(120, 34)) as pilot:
-        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen) and pilot.app.screen.loaded)
-        await until(pilot, lambda: pilot.app.screen.source.session.validated)
-        await pilot.press("end", "shift+space")  # the last turn, everything under it expanded
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        return screen_cells(pilot.app)
-
-
 async def test_the_trajectory_of_a_json_dumps_session_is_the_originals(tmp_path: Path) -> None:
     """The issue saw a turn with only its user message: the requests, calls and context nodes of a
     line the index could not classify were missing."""
     original = trajectory_session(tmp_path / "home")
     dumped = _json_dumps(original, original.with_name("trajectory-demo-dumped.jsonl"))
-    mine, theirs = await _trajectory_screen(original), await _trajectory_screen(dumped)
+    mine, theirs = await trajectory_cells(original), await trajectory_cells(dumped)
     shown = "".join(char for char, _style in mine)
-    assert "are you there" in shown and [cell for cell in theirs] == [cell for cell in mine], _difference(mine, theirs)
+    assert "are you there" in shown and theirs == mine, _difference(mine, theirs)
 
 
 def _difference(mine: list[tuple[str, str]], theirs: list[tuple[str, str]]) -> str:
-    import difflib, re
-    split = lambda cells: re.sub(r"(\x1b\[[0-9;]*[A-Za-z])", r"\n\1", "".join(c for c, _ in cells)).splitlines()
-    return "\n".join(difflib.unified_diff(split(mine), split(theirs), lineterm="", n=0))
+    """The two screens' text, a line per style change, as a unified diff: what a failure shows."""
+
+    def lines(cells: list[tuple[str, str]]) -> list[str]:
+        return re.sub(r"(\x1b\[[0-9;]*[A-Za-z])", r"\n\1", "".join(char for char, _style in cells)).splitlines()
+
+    return "\n".join(difflib.unified_diff(lines(mine), lines(theirs), lineterm="", n=0))
 
 
 async def test_a_resumed_chat_shows_a_json_dumps_session_as_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,8 +21,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from app.ui.screens.viewer import TrajectoryScreen
+from app.ui.trajectory_source import SessionFileSource
+from app.ui.viewer_app import ViewerApp
 from tests.functional.e2e.harness import KEY, KEY_ENV, TOOLS_SERVER, RouteSpec, route_table
+from tests.functional.ui.chat_support import until
 from tests.support.failing_provider import failing_provider
+from tests.support.screen import screen_cells
 
 TOOLSCOPE = Path(sys.executable).parent / "toolscope"
 SESSION_ID = "trajectory-demo"
@@ -94,3 +99,15 @@ def trajectory_session(home: Path) -> Path:
     target.chmod(0o600)
     os.utime(target, ns=(LAST_ACTIVE_NS, LAST_ACTIVE_NS))
     return target
+
+
+async def trajectory_cells(path: Path) -> list[tuple[str, str]]:
+    """The Trajectory of `path` as a user sees it once validated, the last turn's rows all
+    expanded: the screen's cells."""
+    async with ViewerApp(SessionFileSource.open(path)).run_test(size=(120, 34)) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen) and pilot.app.screen.loaded)
+        await until(pilot, lambda: pilot.app.screen.source.session.validated)
+        await pilot.press("end", "shift+space")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        return screen_cells(pilot.app)
