@@ -2,11 +2,15 @@
 
 A summary needs only the header line, the first `user/message` line, the last `request/header` line
 (for the route last used) and the line count, so a file is never parsed line by line: those lines
-are found with a byte search for a line that starts with `{"type":"user/message"` or
-`{"type":"request/header"` (the writer puts `type` first, and inside a JSON string the quotes would
-be escaped, so the pattern can only start a line) and lines are counted with `bytes.count`.
+are found with a byte search for the writer's spelling of a line's start, `{"type":"user/message"`
+or `{"type":"request/header"` (inside a JSON string the quotes would be escaped, so the pattern can
+only start a line), and lines are counted with `bytes.count`. The search is believed only where
+every line around it starts with `{"type":"` and an unescaped type (`_plain`); a line spelt any
+other way (written by another program: spaces, escapes, `type` not first) is classified by parsing
+it (`app.session.index.declared_type`, the index's slow reference), so it is never missed.
 Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name and checked
-against size and mtime; a file that only grew (logs are append-only) has just its new bytes scanned.
+against size, mtime, ctime and inode (an edit in place that restores the size and the mtime still
+changes the ctime); a file that only grew (logs are append-only) has just its new bytes scanned.
 A file that is not a valid session is listed as unreadable, never raised.
 """
 
@@ -16,7 +20,7 @@ import json
 import os
 import re
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import BinaryIO
@@ -24,14 +28,16 @@ from typing import BinaryIO
 from app.paths import data_home, ensure_private_dir, sessions_dir
 from app.untrusted_json import loads
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 CHUNK_SIZE = 1 << 20
 TITLE_LENGTH = 50
 HEADER_LIMIT = 64 * 1024
 USER_MESSAGE_LINE = b'\n{"type":"user/message"'
 REQUEST_HEADER_LINE = b'\n{"type":"request/header"'
-# The writer puts `reason` and `sequence` (plain values) before `route` in a request header.
-ROUTE_FIELD = re.compile(rb'"route":("(?:[^"\\]|\\.)*")')
+ODD_LINE = re.compile(rb'\n(?!\{"type":"[a-z/_-]*")')
+"""The start of a line that does not show its type as the writer spells it (every type name is
+`[a-z/_-]`): spaces, escapes, `type` not first; also a blank line."""
+PLAIN_HEAD = re.compile(rb'\{"type":"[a-z/_-]*"')
 
 # Why a file is unreadable (stable codes: they are cached and printed by `--json`).
 EMPTY = "empty"
@@ -70,6 +76,8 @@ class _Entry:
 
     size: int
     mtime_ns: int
+    ctime_ns: int  # with the inode: an edit in place that restores the size and mtime still shows
+    inode: int
     header_crc: int
     scanned: int  # offset just past the last complete line seen
     newlines: int
@@ -101,7 +109,7 @@ def list_sessions(directory: Path | None = None, cache_file: Path | None = None)
         stat = file.stat()
         path = file.path  # a str: thousands of Path objects would cost a third of the listing
         previous = cached.get(file.name)
-        entry = _refresh(path, stat.st_size, stat.st_mtime_ns, previous)
+        entry = _refresh(path, stat, previous)
         if entry is None:  # vanished while listing
             changed = True
             continue
@@ -129,9 +137,10 @@ def _summary(path: str, entry: _Entry) -> SessionSummary:
     )
 
 
-def _refresh(path: str, size: int, mtime_ns: int, previous: _Entry | None) -> _Entry | None:
+def _refresh(path: str, stat: os.stat_result, previous: _Entry | None) -> _Entry | None:
     """Reuse, extend or rebuild the cache entry of one file."""
-    if previous is not None and previous.size == size and previous.mtime_ns == mtime_ns:
+    stamp = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+    if previous is not None and (previous.size, previous.mtime_ns, previous.ctime_ns, previous.inode) == stamp:
         return previous
     try:
         with open(path, "rb") as handle:
@@ -140,24 +149,27 @@ def _refresh(path: str, size: int, mtime_ns: int, previous: _Entry | None) -> _E
             if (
                 previous is not None
                 and previous.problem is None
-                and size > previous.size
+                and stat.st_size > previous.size
+                and stat.st_ino == previous.inode
                 and previous.header_crc == crc
             ):
-                return _extend(handle, previous, size, mtime_ns)
-            return _scan_from_start(path, handle, header, crc, size, mtime_ns)
+                return _extend(handle, previous, stat)
+            return _scan_from_start(path, handle, header, crc, stat)
     except FileNotFoundError:
         return None
 
 
-def _extend(handle: BinaryIO, previous: _Entry, size: int, mtime_ns: int) -> _Entry:
+def _extend(handle: BinaryIO, previous: _Entry, stat: os.stat_result) -> _Entry:
     """A file that only grew: scan the bytes after its last complete line."""
     handle.seek(previous.scanned)
     newlines, scanned, title, route = _scan(
         handle, previous.scanned, want_title=previous.title is None
     )
     return _Entry(
-        size=size,
-        mtime_ns=mtime_ns,
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        ctime_ns=stat.st_ctime_ns,
+        inode=stat.st_ino,
         header_crc=previous.header_crc,
         scanned=scanned,
         newlines=previous.newlines + newlines,
@@ -171,14 +183,16 @@ def _extend(handle: BinaryIO, previous: _Entry, size: int, mtime_ns: int) -> _En
 
 
 def _scan_from_start(
-    path: str, handle: BinaryIO, header: bytes, crc: int, size: int, mtime_ns: int
+    path: str, handle: BinaryIO, header: bytes, crc: int, stat: os.stat_result
 ) -> _Entry:
     session_id, created_at, cwd, problem = _parse_header(header)
     handle.seek(0)
     newlines, scanned, title, route = _scan(handle, 0, want_title=problem is None)
     return _Entry(
-        size=size,
-        mtime_ns=mtime_ns,
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        ctime_ns=stat.st_ctime_ns,
+        inode=stat.st_ino,
         header_crc=crc,
         scanned=scanned,
         newlines=newlines,
@@ -245,7 +259,7 @@ def _scan(
             carried = True
         else:
             last = chunk.rfind(b"\n")
-            newlines += chunk.count(b"\n")
+            newlines += len(chunk) - len(chunk.replace(b"\n", b""))
             lines = [chunk[first + 1 if carried else 0 : last + 1]]
             if carried and kept is not None:
                 lines.insert(0, b"".join(kept) + chunk[: first + 1])
@@ -262,33 +276,76 @@ def _scan(
 
 _WANTED = (REQUEST_HEADER_LINE[1:],)
 _WANTED_WITH_TITLE = (USER_MESSAGE_LINE[1:], REQUEST_HEADER_LINE[1:])
+_HEAD = 32
+"""Bytes of a line's start that show whether it is spelt as the writer spells it: `{"type":"`,
+the longest type name (19) and its closing quote."""
 
 
 def _keep_if_wanted(
     kept: list[bytes] | None, piece: bytes, markers: tuple[bytes, ...]
 ) -> list[bytes] | None:
     """`kept` with `piece` added, or None once the line they start can begin with none of
-    `markers`."""
+    `markers` and is spelt as the writer spells it (another spelling may be of any type)."""
     if kept is None:
         return None
     kept.append(piece)
-    longest = max(len(marker) for marker in markers)
     head = b""
     for part in kept:
-        head += part[: longest - len(head)]
-        if len(head) == longest:
+        head += part[: _HEAD - len(head)]
+        if len(head) == _HEAD:
             break
-    return kept if any(marker[: len(head)] == head[: len(marker)] for marker in markers) else None
+    if any(marker[: len(head)] == head[: len(marker)] for marker in markers):
+        return kept
+    return kept if PLAIN_HEAD.match(head) is None else None
+
+
+def _plain(lines: bytes) -> bool:
+    """Whether every line of `lines` (complete lines) starts with the writer's spelling of its
+    type: then a byte search for a type's start finds every line of that type."""
+    if not lines:
+        return True
+    return PLAIN_HEAD.match(lines) is not None and ODD_LINE.search(lines, 0, len(lines) - 1) is None
+
+
+def _typed(lines: bytes, name: str) -> list[bytes]:
+    """The lines of type `name` among complete `lines`, each spelling read by parsing: the slow
+    path, for lines that are not `_plain`."""
+    from app.session.index import declared_type  # deferred: only another program's spelling needs it
+
+    marker = b'{"type":"' + name.encode() + b'"'
+    found = []
+    for line in lines.split(b"\n")[:-1]:
+        plain = PLAIN_HEAD.match(line)
+        if line.startswith(marker) if plain is not None else declared_type(line) == name:
+            found.append(line)
+    return found
 
 
 def _first_user_text(lines: bytes) -> str | None:
     """The title from the first `user/message` line among complete `lines`, or None."""
-    hit = (b"\n" + lines).find(USER_MESSAGE_LINE)
-    if hit < 0:
-        return None
-    end = lines.find(b"\n", hit)
+    hit = _line_start(lines, lines.find(USER_MESSAGE_LINE[1:]), USER_MESSAGE_LINE)
+    before = lines[:hit] if hit >= 0 else lines
+    if not _plain(before):
+        candidates = _typed(before, "user/message")
+        if candidates:
+            return _title_of(candidates[0])
+    return _title_of(lines[hit : lines.find(b"\n", hit)]) if hit >= 0 else None
+
+
+def _line_start(lines: bytes, hit: int, marker: bytes) -> int:
+    """`hit` (where `marker` without its newline was found first in `lines`) if it starts a line,
+    else where `marker` with its newline is found after it; -1 when it is not."""
+    if hit <= 0:
+        return hit
+    if lines[hit - 1] == 0x0A:
+        return hit
+    found = lines.find(marker, hit)
+    return found + 1 if found >= 0 else -1
+
+
+def _title_of(line: bytes) -> str | None:
     try:
-        text = loads(lines[hit:end])["data"]["text"]
+        text = loads(line)["data"]["text"]
     except (ValueError, KeyError, TypeError):
         return None
     return shorten(text) if isinstance(text, str) else None
@@ -297,19 +354,21 @@ def _first_user_text(lines: bytes) -> str | None:
 def _last_route(lines: bytes) -> str | None:
     """The route of the last `request/header` line among complete `lines`, or None."""
     hit = lines.rfind(REQUEST_HEADER_LINE)
-    if hit >= 0:
-        hit += 1
-    elif lines.startswith(REQUEST_HEADER_LINE[1:]):
-        hit = 0
-    else:
-        return None
-    end = lines.find(b"\n", hit)
-    found = ROUTE_FIELD.search(lines, hit, end)
-    if found is None:
-        return None
+    hit = hit + 1 if hit >= 0 else (0 if lines.startswith(REQUEST_HEADER_LINE[1:]) else -1)
+    after = lines[lines.find(b"\n", hit) + 1 :] if hit >= 0 else lines
+    if not _plain(after):
+        candidates = _typed(after, "request/header")
+        if candidates:
+            return _route_of(candidates[-1])
+    return _route_of(lines[hit : lines.find(b"\n", hit)]) if hit >= 0 else None
+
+
+def _route_of(line: bytes) -> str | None:
+    """`data.route` as a JSON parser reads it (the writer's layout is not assumed: another
+    program may order the keys otherwise, or repeat one)."""
     try:
-        route = json.loads(found.group(1))
-    except ValueError:
+        route = loads(line)["data"]["route"]
+    except (ValueError, KeyError, TypeError):
         return None
     return route if isinstance(route, str) else None
 
@@ -336,7 +395,7 @@ def _read_cache(cache_file: Path) -> dict[str, _Entry]:
 
 
 _ENTRY_FIELDS = frozenset(field.name for field in dataclass_fields(_Entry))
-_COUNT_FIELDS = ("size", "header_crc", "scanned", "newlines")
+_COUNT_FIELDS = ("size", "inode", "header_crc", "scanned", "newlines")
 _TEXT_FIELDS = ("title", "cwd", "route")
 _PROBLEMS = frozenset({EMPTY, INVALID_HEADER, UNSUPPORTED_VERSION})
 _LATEST_CREATED_AT = 253_402_300_800_000
@@ -350,6 +409,7 @@ def _cached_entry(fields: object) -> _Entry | None:
     valid = (
         all(_is_count(fields[name]) for name in _COUNT_FIELDS)
         and type(fields["mtime_ns"]) is int
+        and type(fields["ctime_ns"]) is int
         and fields["scanned"] <= fields["size"]
         and isinstance(fields["id"], str)
         and (created_at is None or (_is_count(created_at) and created_at < _LATEST_CREATED_AT))
@@ -364,7 +424,7 @@ def _is_count(value: object) -> bool:
 
 
 def _write_cache(cache_file: Path, entries: dict[str, _Entry]) -> None:
-    payload = {"version": CACHE_VERSION, "files": {name: asdict(e) for name, e in entries.items()}}
+    payload = {"version": CACHE_VERSION, "files": {name: vars(entry) for name, entry in entries.items()}}
     try:
         ensure_private_dir(cache_file.parent)
         temporary = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.session.events import encode_event, encode_header
+from app.session.listing import list_sessions
 from app.session.session import Session
 from app.ui.widgets.conversation import SessionHistory
 from tests.functional.ui.chat_support import make_bench, settle, until
@@ -85,6 +86,17 @@ def test_inspect_export_and_run_read_a_json_dumps_session_as_the_original(tmp_pa
     events = Session.open(dumped).load().events
     assert [event.type for event in events[-3:]] == ["assistant/message", "step/end", "turn/end"]
     assert events[-1].data.reason == "completed"
+
+
+def test_the_session_list_shows_a_json_dumps_session_with_the_originals_title_and_route(tmp_path: Path) -> None:
+    original = trajectory_session(tmp_path / "home")
+    _json_dumps(original, original.with_name("dumped.jsonl"))
+
+    listed = {Path(summary.path).name: summary for summary in list_sessions(original.parent, tmp_path / "listing.json")}
+    mine, theirs = listed[original.name], listed["dumped.jsonl"]
+
+    assert mine.title == "hello" and mine.route == "loop/unavailable"
+    assert (theirs.title, theirs.route, theirs.events) == (mine.title, mine.route, mine.events)
 
 
 # --- the Trajectory and the chat, driven by the pilot ---------------------------------------------

@@ -4,6 +4,7 @@ through the real command in a subprocess."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,8 @@ WRONG_VALUES = [
     ("header_crc", "crc"),
     ("cwd", 3),
     ("route", ["offline/demo"]),
+    ("ctime_ns", "now"),
+    ("inode", -1),
 ]
 
 
@@ -86,6 +89,22 @@ def test_a_cache_of_the_wrong_shape_is_ignored(home: Path, payload: str) -> None
     text = toolscope(home, "sessions")
     assert text.returncode == 0 and "Traceback" not in text.stderr and "hello" in text.stdout, text.stderr
     assert json.loads(cache_of(home).read_text())["files"]["s.jsonl"]["title"] == "hello"
+
+
+# --- issue 23: an edit in place that restores the size and the mtime -------------------------------
+
+
+def test_an_edit_in_place_with_the_mtime_restored_is_listed_anew(home: Path) -> None:
+    path = write_session(home, "s", user_texts=("hello",))
+    assert [row["title"] for row in listing(home)] == ["hello"]
+    status = path.stat()
+    with open(path, "r+b") as handle:  # the same inode and size; `touch -r` restores the mtime
+        data = handle.read()
+        handle.seek(0)
+        handle.write(data.replace(b'"text":"hello"', b'"text":"jello"'))
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+
+    assert [row["title"] for row in listing(home)] == ["jello"]
 
 
 # --- item 13: one enormous line -------------------------------------------------------------------

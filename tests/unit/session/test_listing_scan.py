@@ -1,17 +1,19 @@
 """The listing's line scan (`app.session.listing._scan`): the same answer (line count, title, last
-route) as reading the whole file however the reads split it, and work that stays one pass over a
-line of any length."""
+route) as parsing every line of the whole file, however the reads split it and however its lines
+are spelt, and work that stays one pass over a line of any length."""
 
 from __future__ import annotations
 
 import io
 import json
+import random
 import tracemalloc
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.session.listing import CHUNK_SIZE, _scan, shorten
+from tests.support.spellings import respell
 
 
 class ShortReads(io.RawIOBase):
@@ -42,24 +44,37 @@ def request_header_line(route: str, padding: int) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-LINES = st.one_of(
+def respelt(line: bytes, seed: int) -> bytes:
+    """`line` as another program may write it: spaces, escapes, keys in another order, CRLF."""
+    return respell(line.rstrip(b"\n"), random.Random(seed)) + b"\n"
+
+
+WANTED_LINES = st.one_of(
     st.builds(user_line, st.text(min_size=1, max_size=80)),
     st.builds(request_header_line, st.text(min_size=1, max_size=20), st.integers(0, 200)),
+)
+LINES = st.one_of(
+    WANTED_LINES,
     st.builds(lambda n: b'{"type":"tool/result","seq":2,"content":"' + b"x" * n + b'"}\n', st.integers(0, 300)),
     st.builds(lambda n: b'{"type":"user/mess' + b"y" * n + b"\n", st.integers(0, 40)),
     st.just(b"\n"),
+    st.builds(respelt, WANTED_LINES, st.integers(0, 2**32 - 1)),
 )
 
 
 def expected(data: bytes, want_title: bool) -> tuple[int, int, str | None, str | None]:
-    """What the scan must find, computed the obvious way from the whole bytes."""
+    """What the scan must find, computed the obvious way: every complete line parsed."""
     end = data.rfind(b"\n") + 1
     title = route = None
-    for line in data[:end].splitlines():
-        if want_title and title is None and line.startswith(b'{"type":"user/message"'):
-            title = shorten(json.loads(line)["data"]["text"])
-        if line.startswith(b'{"type":"request/header"'):
-            route = json.loads(line)["data"]["route"]
+    for line in data[:end].split(b"\n")[:-1]:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if want_title and title is None and event["type"] == "user/message":
+            title = shorten(event["data"]["text"])
+        if event["type"] == "request/header":
+            route = event["data"]["route"]
     return data.count(b"\n"), end, title, route
 
 
