@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from bisect import bisect_right
@@ -87,17 +88,24 @@ def every_line(chain: Chain, progress: Callable[[int, int], None] | None = None)
             progress(stop, total)
 
 
+ESCAPED_PRINTABLE = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
+"""A JSON escape of a printable ASCII character, which toolscope's writer never writes: a line
+holding one may spell any word or key in a way no byte search finds (`h\\u0065llo`)."""
+
+Needle = bytes | re.Pattern[bytes]
+
+
 def lines_containing(
     chain: Chain,
-    needle: bytes,
+    *needles: Needle,
     progress: Callable[[int, int], None] | None = None,
-    *,
     fold_case: bool = False,
 ) -> Iterator[tuple[int, bytes]]:
-    """(seq, line) of every indexed line that holds `needle` (ASCII letters compared lowered when
-    `fold_case`; `needle` lowered then), in log order. The files are searched a few megabytes at a
-    time in C and only the lines with a hit are cut out, so a rare needle costs about a read of
-    the log; `progress(bytes searched, bytes in all)` after each chunk."""
+    """(seq, line) of every indexed line that holds one of `needles` (bytes, or a pattern that
+    matches there), each line once, in log order; ASCII letters compared lowered when `fold_case`
+    (a bytes needle lowered then). The files are searched a few megabytes at a time in C and only
+    the lines with a hit are cut out, so rare needles cost about a read of the log;
+    `progress(bytes searched, bytes in all)` after each chunk."""
     spans = []
     for segment in chain.segments:
         count = min(segment.count, len(segment.index))
@@ -105,6 +113,7 @@ def lines_containing(
             segment.index.trust(0, count)
             spans.append((segment, count, segment.index.offsets[0], segment.index.span(count - 1)[1] + 1))
     total = sum(stop - start for _segment, _count, start, stop in spans)
+    finders = [_finder(needle.lower() if fold_case and isinstance(needle, bytes) else needle) for needle in needles]
     done = 0
     for segment, count, first, last in spans:
         offsets = segment.index.offsets
@@ -117,17 +126,33 @@ def lines_containing(
                 handle.seek(start)
                 data = handle.read(stop - start)
                 text = data.lower() if fold_case else data
-                at = text.find(needle)
-                while at >= 0:
-                    hit = bisect_right(offsets, start + at, line, stop_line) - 1
+                hits: set[int] = set()
+                for find in finders:
+                    at = find(text, 0)
+                    while at >= 0:
+                        hit = bisect_right(offsets, start + at, line, stop_line) - 1
+                        hits.add(hit)
+                        at = find(text, (offsets[hit + 1] - start if hit + 1 < stop_line else len(data)))
+                for hit in sorted(hits):
                     begin = offsets[hit] - start
                     end = (offsets[hit + 1] - start if hit + 1 < stop_line else len(data)) - 1
                     yield segment.first_seq + hit, data[begin:end]
-                    at = text.find(needle, end + 1)
                 done += stop - start
                 if progress is not None:
                     progress(done, total)
                 line = stop_line
+
+
+def _finder(needle: Needle) -> Callable[[bytes, int], int]:
+    """Where `needle` is first found in a text from a position on; -1 when it is not."""
+    if isinstance(needle, bytes):
+        return lambda text, at: text.find(needle, at)
+
+    def search(text: bytes, at: int) -> int:
+        found = needle.search(text, at)
+        return found.start() if found is not None else -1
+
+    return search
 
 
 # --- work in a process of its own ------------------------------------------------------------------

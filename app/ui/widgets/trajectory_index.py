@@ -26,7 +26,14 @@ from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionError
 from app.session.index import TYPE_CODES
 from app.session.indexed import Positions
-from app.session.outline import SCAN_BATCH, every_line, lines_containing, report_main, run_reporting
+from app.session.outline import (
+    ESCAPED_PRINTABLE,
+    SCAN_BATCH,
+    every_line,
+    lines_containing,
+    report_main,
+    run_reporting,
+)
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.view import HeaderItem, Item, Step, ToolResultItem, Turn, item_of
@@ -68,8 +75,9 @@ KINDS_OF_CODE: dict[int, frozenset[str]] = {
 STRUCTURE_CODES = b"TS"
 ENTRY_CODES = bytes(TYPE_CODES[name] for name in TYPE_CODES if name not in ("turn/end", "step/end"))
 """Every event with a row: all but the ends of turns and steps (which only close them)."""
-FAILED_MARK = b'"isError":true'
-"""The bytes of a failed tool result's flag: a line without them is not one (a hit is parsed)."""
+FAILED_FLAG = re.compile(rb'"isError"[ \t\r]*:[ \t\r]*true')
+"""A failed tool result's flag in any spacing: a line without it, nor an escape that could spell
+its key otherwise (`ESCAPED_PRINTABLE`), is not one; a line with either is parsed."""
 
 SEGMENT_CACHE = 512
 ROW_RUN = 256
@@ -277,22 +285,30 @@ class IndexedTrajectory:
         words = query.lower().split()
         if not words:
             return []
-        # A word as the log spells it inside a JSON string; a word JSON would escape or that is not
-        # ASCII is left to the parse (its line is not ruled out by its bytes).
+        # A word as the log spells it inside a JSON string; a word JSON would or may escape (`/`)
+        # or that is not ASCII is left to the parse (its line is not ruled out by its bytes), and
+        # so is a line that escapes a printable character: it may spell any word otherwise.
         needles = sorted(
-            (json.dumps(word)[1:-1].encode() for word in words if word.isascii() and json.dumps(word)[1:-1] == word),
+            (
+                word.encode()
+                for word in words
+                if word.isascii() and json.dumps(word)[1:-1] == word and "/" not in word
+            ),
             key=len,
             reverse=True,
         )
         codes = codes_of(kinds).translate(None, STRUCTURE_CODES)
         types = self.kind_types
         if needles:
-            lines = lines_containing(self._chain, needles[0], progress, fold_case=True)
+            lines = lines_containing(self._chain, needles[0], ESCAPED_PRINTABLE, progress=progress, fold_case=True)
         else:
             lines = every_line(self._chain, progress)
         found = []
         for seq, line in lines:
-            if types[seq] not in codes or not all(needle in line.lower() for needle in needles[1:]):
+            if types[seq] not in codes:
+                continue
+            lowered = line.lower()
+            if not all(needle in lowered for needle in needles) and ESCAPED_PRINTABLE.search(line) is None:
                 continue
             item = _item_at(line)
             if item is None:
@@ -316,7 +332,7 @@ class IndexedTrajectory:
                 if sequence_boundary(sequence, item.header.sequence):
                     types[seq] = SEQUENCE_HEADER
                 sequence = item.header.sequence
-        for seq, line in lines_containing(self._chain, FAILED_MARK, progress):
+        for seq, line in lines_containing(self._chain, FAILED_FLAG, ESCAPED_PRINTABLE, progress=progress):
             if types[seq] == result:
                 item = _item_at(line)
                 if isinstance(item, ToolResultItem) and item.is_error:

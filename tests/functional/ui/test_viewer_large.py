@@ -8,6 +8,7 @@ here on a few thousand events exactly as they do on a million.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from app.ui.widgets.trajectory_list import TrajectoryList
 from app.ui.widgets.trajectory_model import KINDS, PRESETS, TrajectoryModel, entry_label
 from benchmarks.sessions import write_large_session
 from tests.functional.ui.chat_support import until
+from tests.support.spellings import respell_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -100,6 +102,29 @@ def test_jumps_search_and_the_nearest_row_agree_with_the_full_fold(generated) ->
     for query in ("readme", "No such FILE", "projection route", "tool_3", "nothing-like-this", "déclaration"):
         for filter_kinds in (kinds, EVERYTHING - {"turn", "step"}):
             assert lazy.search(query, filter_kinds) == eager.search(query, filter_kinds), query
+
+
+@pytest.fixture(scope="module")
+def respelt(generated: Path) -> Path:
+    """The generated session as another program may write it: spaces (`"isError": true`), escaped
+    printable characters (`h\\u0065llo`), keys in another order, CRLF."""
+    path = generated.with_name("20260101-000000-c1c1c1.jsonl")
+    path.write_bytes(respell_file(generated.read_bytes(), random.Random(23)))
+    return path
+
+
+def test_a_respelt_session_shows_and_finds_what_the_full_fold_of_the_writers_shows(generated, respelt) -> None:
+    """The failed results are told by their flag's bytes, and a search rules lines out by theirs:
+    neither may miss a line spelt otherwise."""
+    eager, _ = eager_and_lazy(generated)
+    lazy = IndexedTrajectory(Session.open(respelt))
+    lazy.classify()
+    for kinds in [*(preset.kinds for preset in PRESETS), frozenset({"error"}), frozenset({"header"})]:
+        assert rows_of(lazy, kinds) == rows_of(eager, kinds), sorted(kinds)
+    for query in ("readme", "No such FILE", "projection route", "tool_3", "a/b", "déclaration"):
+        for filter_kinds in (PRESETS[0].kinds, EVERYTHING - {"turn", "step"}):
+            assert lazy.search(query, filter_kinds) == eager.search(query, filter_kinds), query
+    assert eager.search("readme", PRESETS[0].kinds)
 
 
 def test_a_session_of_many_turns_groups_them_and_each_turn_is_folded_once_asked(generated) -> None:
