@@ -105,8 +105,8 @@ class Session:
 
     def _recorded_checker(self) -> InvariantChecker | None:
         """The checker state a process kept in the line index when it had validated every line of
-        the file exactly as it is now (same inode, size and mtime, same ancestors): the lines it
-        covers need no second validation. None when there is no such record (or it is unreadable:
+        the file exactly as it is now (the cache's key: same device, inode, size, mtime and ctime;
+        same ancestors): the lines it covers need no second validation. None when there is no such record (or it is unreadable:
         the lines are validated again)."""
         record = self.chain.own.index.extra.raw(VALIDATED)
         if record is None:
