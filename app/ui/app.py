@@ -488,5 +488,7 @@ def _load_session(path: Path) -> Session:
 
 
 def run_chat(options: ChatOptions) -> int:
-    ToolscopeApp(options).run()
-    return 0
+    """The chat until it is quit; 1 when it ended on an error (Textual has shown it)."""
+    app = ToolscopeApp(options)
+    app.run()
+    return app.return_code or 0

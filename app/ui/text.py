@@ -105,4 +105,3 @@ class LiteralApp(App[ReturnType]):
             self.notify(_("Saved the screenshot"), title=_("Screenshot"))
         else:
             self.notify(_("Saved the screenshot to {path}").format(path=event.path), title=_("Screenshot"))
-

@@ -78,5 +78,6 @@ def run_viewer(
     sessions: list[SessionSummary] | None = None,
     catalog: RouteCatalog | None = None,
 ) -> int:
-    ViewerApp(source, sessions, catalog).run()
-    return 0
+    app = ViewerApp(source, sessions, catalog)
+    app.run()
+    return app.return_code or 0

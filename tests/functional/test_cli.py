@@ -120,12 +120,12 @@ def test_chat_with_an_unknown_route_or_session_fails_in_one_line_before_the_inte
     assert latest.returncode == 1 and "no session to continue" in latest.stderr
 
 
-def _chat_on_a_terminal(home: Path, *args: str, shows: str) -> tuple[int, str]:
-    """The chat in a real pseudo-terminal until `shows` is on the screen; then Ctrl+Q."""
+def _chat_on_a_terminal(home: Path, *args: str, shows: str, program: tuple[str, ...] = (str(TOOLSCOPE),)) -> tuple[int, str]:
+    """The chat (`program`) in a real pseudo-terminal until `shows` is on the screen; then Ctrl+Q."""
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     process = subprocess.Popen(
-        [str(TOOLSCOPE), *args], stdin=terminal, stdout=terminal, stderr=terminal, env=_environment(home, TERM="xterm-256color")
+        [*program, *args], stdin=terminal, stdout=terminal, stderr=terminal, env=_environment(home, TERM="xterm-256color")
     )
     os.close(terminal)
     shown = b""
@@ -152,6 +152,31 @@ def test_dash_c_without_the_chat_word_resumes_the_latest_session(home: Path) -> 
         home, "--route", "openai/gpt", "--session", "20260101-000000-aaaaaa", shows="older-session-question"
     )
     assert code == 0 and "older-session-question" in shown and "OpenAI GPT" in shown
+
+
+CRASHING = """
+import sys
+from app import cli
+from app.ui.screens.chat import ChatScreen
+from app.ui.screens.viewer import TrajectoryScreen
+
+def crash(self):
+    raise RuntimeError("a bug in the interface")
+
+ChatScreen.compose = TrajectoryScreen.compose = crash
+sys.exit(cli.main())
+"""
+
+
+@pytest.mark.parametrize("command", [(), ("view",)], ids=["chat", "view"])
+def test_an_interface_that_crashes_exits_with_status_1(home: Path, command: tuple[str, ...]) -> None:
+    """The chat crashed on a damaged index cache with exit status 0 (issue 23): a script or a shell
+    could not tell."""
+    write_session(home, "20260101-000000-aaaaaa", user_texts=("hello",))
+    args = (*command, str(home / "sessions" / "20260101-000000-aaaaaa.jsonl")) if command else ()
+    code, shown = _chat_on_a_terminal(home, *args, shows="a bug in the interface", program=(sys.executable, "-c", CRASHING))
+    assert "a bug in the interface" in shown
+    assert code == 1
 
 
 def test_chat_options_before_another_command_are_a_usage_error(home: Path) -> None:
