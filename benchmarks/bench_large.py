@@ -130,6 +130,9 @@ def main() -> int:
     options = parser.parse_args()
     results: list[tuple[str, float, float | None, str]] = []
     with tempfile.TemporaryDirectory() as home:
+        # This process and the commands it runs are one user's: the same data home, so the same
+        # key seals the index caches (a cache sealed under another key is rebuilt).
+        os.environ["TOOLSCOPE_HOME"] = home
         sessions = Path(home) / "sessions"
         sessions.mkdir()
         big = sessions / "20260101-000000-b1b1b1.jsonl"

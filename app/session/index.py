@@ -419,7 +419,7 @@ def save_index(index: LineIndex) -> None:
         }
         meta_line = json.dumps(meta, separators=(",", ":")).encode() + b"\n"
         seals = b"".join(offset_seals)
-        tag = seal(meta_line, bytes(index.types), seals)
+        tag = seal(meta_line, index.types, seals)
         if tag is None:
             return
         # A viewer's worker thread may save while its UI thread does: one temporary file each.
@@ -524,7 +524,7 @@ def _load(
             seals = bytearray(blocks * SEAL_BYTES)
             if cache.readinto(types) != count or cache.readinto(seals) != len(seals):
                 return None
-            if len(tag) != SEAL_BYTES or not sealed(tag, meta_line, bytes(types), bytes(seals)):
+            if len(tag) != SEAL_BYTES or not sealed(tag, meta_line, types, seals):
                 return None
             offsets: array | memoryview = array("Q")
             if count:

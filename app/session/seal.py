@@ -18,20 +18,24 @@ from pathlib import Path
 
 from app.paths import data_home, ensure_private_dir
 
+Buffer = bytes | bytearray | memoryview
 KEY_BYTES = 32
 SEAL_BYTES = 16
 """HMAC-SHA256 cut to 128 bits: what a forger would have to guess, not a collision bound."""
 
 
-def seal(*parts: bytes) -> bytes | None:
+def seal(*parts: Buffer) -> bytes | None:
     """The MAC of `parts` joined, or None when there is no key (then nothing may be trusted)."""
     key = account_key(str(data_home()))
     if key is None:
         return None
-    return hmac.digest(key, b"".join(parts), "sha256")[:SEAL_BYTES]
+    mac = hmac.new(key, digestmod="sha256")
+    for part in parts:
+        mac.update(part)
+    return mac.digest()[:SEAL_BYTES]
 
 
-def sealed(tag: bytes, *parts: bytes) -> bool:
+def sealed(tag: bytes, *parts: Buffer) -> bool:
     """Whether `tag` is this account's seal of `parts`."""
     expected = seal(*parts)
     return expected is not None and hmac.compare_digest(tag, expected)
