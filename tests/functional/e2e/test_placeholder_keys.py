@@ -19,12 +19,11 @@ import contextlib
 import io
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app import cli, i18n
+from app import cli
 from app.agent.notices import tool_change_notice
 from app.llm.redact import REDACTED
 from tests.functional.e2e.harness import (
@@ -56,13 +55,7 @@ FRESH_ID = re.compile(r"call-[0-9a-f]{12}")
 """The form of the id the agent loop gives a call whose provider id it cannot use."""
 
 
-@pytest.fixture(autouse=True)
-def english() -> Iterator[None]:
-    """The expected notice is worded in the language the subprocess runs in (`--lang en`)."""
-    previous = i18n.current_language()
-    i18n.set_language("en")
-    yield
-    i18n.set_language(previous)
+pytestmark = pytest.mark.usefixtures("english")
 
 
 def replies(key: str, server: str) -> tuple[Reply, ...]:

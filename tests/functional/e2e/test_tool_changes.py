@@ -4,11 +4,8 @@ it in the very next request the way each route can carry it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from app import i18n
 from app.agent.notices import tool_change_notice
 from app.session.events import Event
 from tests.functional.e2e.harness import (
@@ -43,13 +40,7 @@ RELIST_DELAY = 0.5
 when the swap call returns: a loop that did not settle would send the old tools one request late."""
 
 
-@pytest.fixture(autouse=True)
-def english() -> Iterator[None]:
-    """The expected notice is worded in the language the subprocess runs in (`--lang en`)."""
-    previous = i18n.current_language()
-    i18n.set_language("en")
-    yield
-    i18n.set_language(previous)
+pytestmark = pytest.mark.usefixtures("english")
 
 
 async def swap_then_call_the_removed_tool(bench: Workbench, route: RouteSpec) -> tuple[RunResult, SSEServer]:
