@@ -4,10 +4,11 @@ A summary needs only the header line, the first `user/message` line, the last `r
 (for the route last used) and the line count, so a file is never parsed line by line: those lines
 are found with a byte search for the writer's spelling of a line's start, `{"type":"user/message"`
 or `{"type":"request/header"` (inside a JSON string the quotes would be escaped, so the pattern can
-only start a line), and lines are counted with `bytes.count`. The search is believed only where
-every line around it starts with `{"type":"` and an unescaped type (`_plain`); a line spelt any
-other way (written by another program: spaces, escapes, `type` not first) is classified by parsing
-it (`app.session.index.declared_type`, the index's slow reference), so it is never missed.
+only start a line), and lines are counted by the newlines of each chunk. The search is believed
+only where every line around it starts with `{"type":"` and an unescaped type (`_plain`); a line
+spelt any other way (written by another program: spaces, escapes, `type` not first) is classified
+by parsing it (`app.session.index.declared_type`, the index's slow reference), so it is never
+missed.
 Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name and checked
 against size, mtime, ctime and inode (an edit in place that restores the size and the mtime still
 changes the ctime); a file that only grew (logs are append-only) has just its new bytes scanned.
