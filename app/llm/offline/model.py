@@ -24,6 +24,7 @@ _TOOL_REQUEST = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SUMMARY_LINES = 8
+_WITH = re.compile(r"\s+with\s+", re.IGNORECASE)
 _WORD = re.compile(r"[\w./*~-]+")
 """A run of characters names and paths are made of (`__pycache__`, `src/*.py`, `read_file`)."""
 _CODE_SPAN = re.compile(r"(`+).*?\1", re.DOTALL)
@@ -131,16 +132,26 @@ def _answer_user(text: str, tools: _Tools, position: int, prompt_text: str) -> R
         )
     calls: list[PlannedCall] = []
     missing: list[str] = []
+    incomplete: list[str] = []
     for match in requests:
         name = match.group("name")
         if name not in tools.available:
             missing.append(name)
             continue
         arguments = _arguments_for(tools.declared[name], (match.group("argument") or "").strip())
+        if arguments is None:
+            incomplete.append(name)
+            continue
         calls.append(PlannedCall(call_id=f"call_{position}_{len(calls) + 1}", name=name, arguments=arguments))
+    notes = "".join(
+        f"{code(name)} needs more than that: ask me to {code(_call_form(name, tools.declared[name]))}.\n\n"
+        for name in incomplete
+    )
+    if incomplete and not calls:
+        return Reply(reasoning="The request leaves out what the tool needs.", text=notes.rstrip("\n"), prompt_text=prompt_text)
     if calls:
         names = ", ".join(code(call.name) for call in calls)
-        note = "".join(f"I cannot call {code(name)}: it is not among my tools.\n\n" for name in missing)
+        note = notes + "".join(f"I cannot call {code(name)}: it is not among my tools.\n\n" for name in missing)
         return Reply(
             reasoning=f"The user asked for {names}; it is available, so I call it.",
             text=note,
@@ -155,8 +166,11 @@ def _answer_user(text: str, tools: _Tools, position: int, prompt_text: str) -> R
     )
 
 
-def _arguments_for(function: dict[str, Any], argument: str) -> str:
-    """Map the words after "on"/"with" onto the tool's first string parameter (or parse JSON)."""
+def _arguments_for(function: dict[str, Any], argument: str) -> str | None:
+    """The words after "on"/"with" as the tool's arguments (or the JSON given there): the first
+    required string parameter takes the words up to ` with `, the next the words after it, and so
+    on (`use write_file on notes.txt with hello`); a tool without required string parameters gets
+    them all in its first string parameter. None when a required string parameter is left out."""
     if argument.startswith("{"):
         try:
             parsed = loads(argument)
@@ -164,14 +178,38 @@ def _arguments_for(function: dict[str, Any], argument: str) -> str:
             parsed = None
         if isinstance(parsed, dict):
             return json.dumps(parsed, ensure_ascii=False)
+    properties, required = _string_parameters(function)
+    if not required:
+        return json.dumps({properties[0]: _unquoted(argument)}, ensure_ascii=False) if properties and argument else "{}"
+    if not argument:
+        values = []
+    elif len(required) == 1:  # whole: re.split's maxsplit 0 would split at every `with`
+        values = [argument]
+    else:
+        values = _WITH.split(argument, maxsplit=len(required) - 1)
+    if len(values) < len(required) or not all(value.strip() for value in values):
+        return None
+    return json.dumps(dict(zip(required, map(_unquoted, values))), ensure_ascii=False)
+
+
+def _string_parameters(function: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The tool's string parameters, required ones first, and the required ones."""
     schema = function.get("parameters") or {}
     properties: dict[str, Any] = schema.get("properties") or {}
-    required = [name for name in schema.get("required") or [] if name in properties]
-    ordered = required + [name for name in properties if name not in required]
-    for name in ordered:
-        if (properties[name] or {}).get("type", "string") == "string" and argument:
-            return json.dumps({name: argument.strip("`'\"")}, ensure_ascii=False)
-    return "{}"
+    strings = [name for name in properties if (properties[name] or {}).get("type", "string") == "string"]
+    required = [name for name in schema.get("required") or [] if name in strings]
+    return required + [name for name in strings if name not in required], required
+
+
+def _unquoted(value: str) -> str:
+    return value.strip().strip("`'\"")
+
+
+def _call_form(name: str, function: dict[str, Any]) -> str:
+    """How to ask for `name` with every required string parameter: `use write_file on PATH with
+    CONTENT`."""
+    _strings, required = _string_parameters(function)
+    return " with ".join([f"use {name} on {required[0].upper()}", *(part.upper() for part in required[1:])])
 
 
 def _summarise_results(conversation: list[dict[str, Any]], prompt_text: str) -> Reply:
@@ -211,7 +249,8 @@ def _call_names(conversation: list[dict[str, Any]]) -> dict[str, str]:
 def _greeting(tools: _Tools) -> str:
     return (
         "This is the **offline demo model**: it runs locally, needs no key, and answers "
-        "deterministically.\n\nAsk me to `use TOOL on ARGUMENT` and I will call it.\n\n"
+        "deterministically.\n\nAsk me to `use TOOL on ARGUMENT` and I will call it; a tool that "
+        "takes more gets the rest after `with`: `use write_file on notes.txt with hello`.\n\n"
         + _tool_list(tools)
     )
 

@@ -141,6 +141,26 @@ def test_escape_cancels_a_running_turn_and_keeps_the_partial_answer(bench, monke
     run(scenario())
 
 
+def test_the_greetings_write_file_form_reaches_the_approval_prompt_and_its_diff(bench) -> None:
+    """`use write_file on notes.txt`, as the greeting suggested, failed with INVALID_ARGUMENTS:
+    a new user never saw an approval prompt (issue 24, item 10)."""
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "use write_file on notes.txt with hello", wait=False)
+            await until(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+            prompt = app.chat.query_one(ApprovalPrompt)
+            summary, detail = (str(prompt.query_one(part).render()) for part in (".summary", ".detail"))
+            assert "write_file" in summary and "notes.txt" in summary, summary
+            assert "hello" in detail, detail
+            await pilot.press("y")
+            await until(pilot, lambda: not app.turn_running)
+        assert (bench.workspace / "notes.txt").read_text() == "hello"
+
+    run(scenario())
+
+
 @pytest.mark.parametrize(("key", "status", "ran"), [("y", "done", True), ("n", "failed", False)])
 def test_a_command_waits_for_approval_and_runs_only_when_allowed(bench, key, status, ran) -> None:
     async def scenario() -> None:

@@ -70,9 +70,12 @@ def test_multi_tool_context_node(bench, snap_compare, expanded) -> None:
         pilot.app.registry.enable_plugin("clock")
         pilot.app.registry.enable_plugin("calculator")
         await send(pilot, "thanks")
+        node = pilot.app.chat.query_one(ContextNode)
+        node.scroll_visible(top=True, animate=False, immediate=True)
+        await pilot.pause()
         if expanded:
             await pilot.click(ContextNode)
-        pilot.app.chat.query_one(ContextNode).scroll_visible(top=True, animate=False, immediate=True)
+        node.scroll_visible(top=True, animate=False, immediate=True)
         await cursor_blink_off(pilot)
 
     assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)

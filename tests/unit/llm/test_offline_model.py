@@ -74,6 +74,35 @@ def test_calls_a_named_tool_with_the_argument_mapped_to_its_string_parameter():
     assert call.call_id == "call_1_1"
 
 
+WRITE_FILE = function(
+    "write_file",
+    params={
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+)
+
+
+def ask(text: str, *tools: dict):  # type: ignore[no-untyped-def]
+    return plan_reply({"tools": list(tools), "messages": [{"role": "user", "content": text}]}, beta=False)
+
+
+def test_a_tool_that_takes_more_gets_the_rest_after_with():
+    (call,) = ask("use write_file on notes.txt with hello, with love", WRITE_FILE).calls
+    assert json.loads(call.arguments) == {"path": "notes.txt", "content": "hello, with love"}
+    (call,) = ask("use read_file on a with b.txt", function("read_file")).calls
+    assert json.loads(call.arguments) == {"path": "a with b.txt"}
+
+
+def test_a_request_that_leaves_out_what_the_tool_needs_is_answered_with_the_form_it_takes():
+    """`use write_file on notes.txt`, the form the greeting suggested, ended in INVALID_ARGUMENTS."""
+    reply = ask("use write_file on notes.txt", WRITE_FILE)
+    assert reply.calls == ()
+    assert "`use write_file on PATH with CONTENT`" in reply.text
+    assert "use write_file on notes.txt with hello" in ask("hi", WRITE_FILE).text
+
+
 def test_never_calls_a_tool_it_was_not_given():
     body = {
         "tools": [function("read_file"), function("time", defer=True)],
