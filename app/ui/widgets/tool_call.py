@@ -64,7 +64,10 @@ class ToolCallView(ExpandsOnClick, Vertical, can_focus=True):
         yield Static("", classes="more")
 
     def on_mount(self) -> None:
-        self.refresh_from_block()
+        # Nothing composed only when the app quits as this mounts (a chat quit while a resumed
+        # conversation is shown): nothing to fill, and raising would end the app with status 1.
+        if self.query(".status"):
+            self.refresh_from_block()
 
     def refresh_from_block(self) -> None:
         block = self.block
