@@ -13,6 +13,7 @@ import gc
 import sys
 from contextlib import suppress
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
@@ -21,7 +22,7 @@ from textual.signal import Signal
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from app import i18n
-from app.i18n import N_, _
+from app.i18n import N_, _, ngettext
 from app.session.errors import SessionError, SessionLockedError
 from app.ui import keymap, slash
 from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS
@@ -30,6 +31,9 @@ from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
 from app.ui.screens.chat import ChatScreen
 from app.ui.text import LiteralApp
+
+QUIT_AGAIN_WITHIN = 4.0
+"""Seconds in which a second quit key quits a chat that has queued prompts."""
 
 if TYPE_CHECKING:
     # The agent, the LLM adapters (httpx), the tool registry (jsonschema, MCP) and the session
@@ -97,6 +101,7 @@ class ToolscopeApp(LiteralApp[None]):
         self._turn: Worker[None] | None = None
         self._tools_ready = asyncio.Event()
         self._new_sequence_pending = False
+        self._quit_asked = -QUIT_AGAIN_WITHIN
         self.session_advanced: Signal[Envelope | None] = Signal(self, "session-advanced")
         """Published after the chat rendered a logged event (None: the whole session was replaced);
         live views of the session (trajectory, inspector) subscribe to it and re-read `view()`."""
@@ -212,6 +217,20 @@ class ToolscopeApp(LiteralApp[None]):
         return session.view() if session is not None else None
 
     async def action_quit(self) -> None:
+        queued = len(self.chat.queued.prompts) if self.chat.is_attached else 0
+        if queued and monotonic() - self._quit_asked > QUIT_AGAIN_WITHIN:
+            # Queued prompts were typed to be sent: quitting drops them, so it is asked first.
+            self._quit_asked = monotonic()
+            self.notify(
+                ngettext(
+                    "{count} queued prompt would not be sent. Press {key} again to quit.",
+                    "{count} queued prompts would not be sent. Press {key} again to quit.",
+                    queued,
+                ).format(count=queued, key=keymap.QUIT),
+                severity="warning",
+                timeout=QUIT_AGAIN_WITHIN,
+            )
+            return
         await self._end_turn()
         self.exit()
 
@@ -236,13 +255,28 @@ class ToolscopeApp(LiteralApp[None]):
         if self.read_only is not None:
             self.notify(_("This session is read-only here."), severity="warning")
             return
-        if self._turn is not None and self._turn.is_running:
-            self.notify(_("A turn is still running; Escape cancels it."), severity="warning")
-            return
         if keeps(text):
             self.run_worker(asyncio.to_thread(append_history, text), group="history")
+        if self.turn_running:
+            self.chat.queued.add(text)  # sent when the turn ends: a prompt is never thrown away
+            return
+        await self._start_turn(text)
+
+    async def _start_turn(self, text: str) -> None:
         await self.chat.conversation.jump_to_end()  # the prompt sent and what follows it are shown
         self._turn = self.run_worker(self._run_turn(text), name="turn", group="turn", exit_on_error=False)
+
+    async def _send_queued(self) -> None:
+        """The oldest queued prompt, once no turn runs (a cancelled turn keeps the queue going)."""
+        if self.turn_running or self.read_only is not None:
+            return
+        text = self.chat.queued.take_next()
+        if text is not None:
+            await self._start_turn(text)
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "turn" and event.worker.is_finished:
+            await self._send_queued()
 
     async def _run_turn(self, text: str) -> None:
         await self._tools_ready.wait()

@@ -25,6 +25,7 @@ from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, Stream
 from app.ui.text import literal
 from app.ui.widgets.composer import Composer, SlashCompletions
 from app.ui.widgets.conversation import Conversation, SessionHistory
+from app.ui.widgets.queued_prompts import QueuedPrompts
 from app.ui.widgets.status_line import StatusLine, Usage
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class ChatScreen(Screen[None]):
         yield Static(literal(self._welcome()), id="welcome")
         yield self._conversation
         yield Static(literal(_("↓ New output below (Ctrl+End)")), id="new-output")
+        yield QueuedPrompts(id="queued")
         yield Composer(SlashCompletions(id="completions"), id="composer")
         yield StatusLine(id="status")
         yield LocalizedFooter()
@@ -91,6 +93,10 @@ class ChatScreen(Screen[None]):
     @property
     def composer(self) -> Composer:
         return self.query_one(Composer)
+
+    @property
+    def queued(self) -> QueuedPrompts:
+        return self.query_one(QueuedPrompts)
 
     async def show_session(self, path: Path | None) -> None:
         """Render a log from scratch (a resumed session, a language switch): the same blocks as live.

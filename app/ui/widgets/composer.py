@@ -25,6 +25,7 @@ from app.ui.history import LARGE_PASTE_CHARS, PromptHistory, keeps
 from app.ui.messages import PromptSubmitted
 from app.ui.text import line_count, literal
 from app.ui.type_ahead import take_typed
+from app.ui.widgets.queued_prompts import QueuedPrompts
 
 
 LARGE_PASTE_LINES = 60
@@ -153,6 +154,8 @@ class Composer(TextArea):
     def action_cursor_up(self, select: bool = False) -> None:
         if self.completions.visible and not select:
             self.completions.action_cursor_up()
+        elif not select and not self.text and (queued := self._queued()) is not None and queued.prompts:
+            self._recall(queued.take_last())
         elif not select and self.cursor_location[0] == 0:
             self._recall(self.prompt_history.previous(self.text))
         else:
@@ -165,6 +168,11 @@ class Composer(TextArea):
             self._recall(self.prompt_history.next())
         else:
             super().action_cursor_down(select)
+
+    def _queued(self) -> QueuedPrompts | None:
+        """The prompts waiting for the running turn, above this composer."""
+        found = self.screen.query(QueuedPrompts)
+        return found.first() if found else None
 
     def _recall(self, prompt: str | None) -> None:
         if prompt is not None:

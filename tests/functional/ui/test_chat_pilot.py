@@ -6,6 +6,7 @@ HTTP server; tool sources are the real built-ins, plugins and an MCP stdio serve
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 
@@ -771,3 +772,111 @@ def test_quitting_while_a_resumed_session_is_read_leaves_cleanly(bench, monkeypa
         assert app.return_code in (0, None) and app._exception is None
 
     run(scenario())
+
+
+# --- prompts sent while a turn runs (issue 24, item 1) ---------------------------------------------
+
+
+def user_texts(bench) -> list[str]:  # type: ignore[no-untyped-def]
+    return [item.text for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
+
+
+class TestPromptsSentDuringATurn:
+    """A prompt sent while a turn runs was thrown away with a toast; it is queued, shown, and sent
+    when the turn ends."""
+
+    def test_a_prompt_sent_during_a_turn_is_queued_shown_and_sent_after_it(self, bench, monkeypatch) -> None:
+        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.1")
+
+        async def scenario() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await send(pilot, "hello", wait=False)
+                await until(pilot, lambda: app.turn_running)
+                await send(pilot, "use list_dir", wait=False)
+                queued = str(app.chat.queued.render())
+                assert "1 prompt queued" in queued and "› use list_dir" in queued, queued
+                await send(pilot, "use read_file on README.md", wait=False)
+                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=60)
+                await settle(pilot)
+                assert not app.chat.queued.display
+            assert user_texts(bench) == ["hello", "use list_dir", "use read_file on README.md"]
+
+        run(scenario())
+
+    def test_up_in_an_empty_prompt_takes_the_last_queued_one_back_to_edit(self, bench, monkeypatch) -> None:
+        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.05")
+
+        async def scenario() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await send(pilot, "hello", wait=False)
+                await until(pilot, lambda: app.turn_running)
+                await send(pilot, "use list_dir", wait=False)
+                await send(pilot, "a typo", wait=False)
+                await pilot.press("up")
+                assert app.chat.composer.text == "a typo" and app.chat.queued.prompts == ["use list_dir"]
+                app.chat.composer.load_text("")  # deleted
+                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=60)
+                await settle(pilot)
+            assert user_texts(bench) == ["hello", "use list_dir"]
+
+        run(scenario())
+
+    def test_escape_cancels_the_turn_and_keeps_the_queue(self, bench, monkeypatch) -> None:
+        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.05")
+
+        async def scenario() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await send(pilot, "tell me about the tools you have", wait=False)
+                await until(pilot, lambda: app.turn_running)
+                await send(pilot, "use list_dir", wait=False)
+                await pilot.press("escape")
+                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=60)
+                await settle(pilot)
+            assert user_texts(bench) == ["tell me about the tools you have", "use list_dir"]
+            assert [turn.end_reason for turn in bench.only_session().view().turns] == ["aborted", "completed"]
+
+        run(scenario())
+
+    def test_quitting_with_a_queue_asks_first(self, bench, monkeypatch) -> None:
+        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.2")
+
+        async def scenario() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await send(pilot, "tell me about the tools you have", wait=False)
+                await until(pilot, lambda: app.turn_running)
+                await send(pilot, "use list_dir", wait=False)
+                await pilot.press("ctrl+q")
+                await pilot.pause()
+                assert app.is_running
+                assert any("1 queued prompt would not be sent" in str(n.message) for n in app._notifications)
+                await pilot.press("ctrl+q")
+                await until(pilot, lambda: not app.is_running)
+
+        run(scenario())
+
+    @pytest.mark.slow(seconds=24)
+    def test_fifty_prompts_sent_at_random_moments_each_reach_the_log_once_in_order(self, bench, monkeypatch) -> None:
+        """Each prompt is put in the composer whole (as a paste) and sent with Enter, at random
+        moments of the turns before it: while one streams, between its tool call and its answer,
+        right as it ends."""
+        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.002")
+        rng = random.Random(24)
+        prompts = [f"use list_dir on dir{number}" for number in range(50)]
+
+        async def scenario() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: app.registry is not None)
+                for prompt in prompts:
+                    app.chat.composer.load_text(prompt)
+                    await submit(pilot, wait=False)
+                    await pilot.pause(rng.choice([0, 0, 0.005, 0.02, 0.05]))
+                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=100)
+                await settle(pilot)
+            assert user_texts(bench) == prompts
+
+        run(scenario())

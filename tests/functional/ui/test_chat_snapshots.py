@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from app.ui.messages import PromptSubmitted
 from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.context_node import ContextNode
 from app.ui.widgets.failure_nodes import RetryNode
@@ -104,6 +105,24 @@ def test_error_with_a_retry_countdown(bench, rate_limited, snap_compare) -> None
 
     app = bench.app(route, sleep=_never_wake)
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_prompts_queued_while_a_turn_waits_for_approval(bench, snap_compare) -> None:
+    """The queue above the composer (issue 24 item 1): the turn is held by its approval prompt, so
+    the picture does not depend on how far a stream got."""
+
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: pilot.app.registry is not None)
+        pilot.app.chat.composer.load_text("use write_file on notes.txt with hello")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.focused, ApprovalPrompt))
+        for prompt in ("use list_dir", "use read_file on README.md and then summarise it\nin two lines"):
+            pilot.app.post_message(PromptSubmitted(prompt))
+        await until(pilot, lambda: len(pilot.app.chat.queued.prompts) == 2)
+        await cursor_blink_off(pilot)
+        await pilot.pause()
+
+    assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_approval_prompt_with_the_diff_of_a_file(bench, snap_compare) -> None:
