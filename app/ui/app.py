@@ -102,6 +102,7 @@ class ToolscopeApp(LiteralApp[None]):
         self._tools_ready = asyncio.Event()
         self._new_sequence_pending = False
         self._quit_asked = -QUIT_AGAIN_WITHIN
+        self._quitting = False
         self.session_advanced: Signal[Envelope | None] = Signal(self, "session-advanced")
         """Published after the chat rendered a logged event (None: the whole session was replaced);
         live views of the session (trajectory, inspector) subscribe to it and re-read `view()`."""
@@ -231,11 +232,13 @@ class ToolscopeApp(LiteralApp[None]):
                 timeout=QUIT_AGAIN_WITHIN,
             )
             return
+        self._quitting = True
         await self._end_turn()
         self.exit()
 
     async def on_unmount(self) -> None:
         """However the app ends, the turn is closed in the log, servers stop, the lock is released."""
+        self._quitting = True
         await self._end_turn()
         if self.agent is not None:
             await self.agent.aclose()
@@ -268,8 +271,8 @@ class ToolscopeApp(LiteralApp[None]):
 
     async def _send_queued(self) -> None:
         """The oldest queued prompt, once no turn runs (a cancelled turn keeps the queue going)."""
-        if self.turn_running or self.read_only is not None:
-            return
+        if self.turn_running or self.read_only is not None or self._quitting:
+            return  # a queue left when the app closes was confirmed away (`action_quit`)
         text = self.chat.queued.take_next()
         if text is not None:
             await self._start_turn(text)
