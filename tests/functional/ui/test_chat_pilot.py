@@ -781,6 +781,19 @@ def user_texts(bench) -> list[str]:  # type: ignore[no-untyped-def]
     return [item.text for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
 
 
+async def queued_behind_a_turn(pilot, first: str, *queued: str) -> None:  # type: ignore[no-untyped-def]
+    """Send `first`, then each of `queued` while its turn runs."""
+    await send(pilot, first, wait=False)
+    await until(pilot, lambda: pilot.app.turn_running)
+    for prompt in queued:
+        await send(pilot, prompt, wait=False)
+
+
+async def until_all_sent(pilot, limit: float = 60) -> None:  # type: ignore[no-untyped-def]
+    await until(pilot, lambda: not pilot.app.turn_running and not pilot.app.chat.queued.prompts, limit=limit)
+    await settle(pilot)
+
+
 class TestPromptsSentDuringATurn:
     """A prompt sent while a turn runs was thrown away with a toast; it is queued, shown, and sent
     when the turn ends."""
@@ -791,14 +804,11 @@ class TestPromptsSentDuringATurn:
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await send(pilot, "hello", wait=False)
-                await until(pilot, lambda: app.turn_running)
-                await send(pilot, "use list_dir", wait=False)
+                await queued_behind_a_turn(pilot, "hello", "use list_dir")
                 queued = str(app.chat.queued.render())
                 assert "1 prompt queued" in queued and "› use list_dir" in queued, queued
                 await send(pilot, "use read_file on README.md", wait=False)
-                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=60)
-                await settle(pilot)
+                await until_all_sent(pilot)
                 assert not app.chat.queued.display
             assert user_texts(bench) == ["hello", "use list_dir", "use read_file on README.md"]
 
@@ -810,15 +820,11 @@ class TestPromptsSentDuringATurn:
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await send(pilot, "hello", wait=False)
-                await until(pilot, lambda: app.turn_running)
-                await send(pilot, "use list_dir", wait=False)
-                await send(pilot, "a typo", wait=False)
+                await queued_behind_a_turn(pilot, "hello", "use list_dir", "a typo")
                 await pilot.press("up")
                 assert app.chat.composer.text == "a typo" and app.chat.queued.prompts == ["use list_dir"]
                 app.chat.composer.load_text("")  # deleted
-                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=60)
-                await settle(pilot)
+                await until_all_sent(pilot)
             assert user_texts(bench) == ["hello", "use list_dir"]
 
         run(scenario())
@@ -829,12 +835,9 @@ class TestPromptsSentDuringATurn:
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await send(pilot, "tell me about the tools you have", wait=False)
-                await until(pilot, lambda: app.turn_running)
-                await send(pilot, "use list_dir", wait=False)
+                await queued_behind_a_turn(pilot, "tell me about the tools you have", "use list_dir")
                 await pilot.press("escape")
-                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=60)
-                await settle(pilot)
+                await until_all_sent(pilot)
             assert user_texts(bench) == ["tell me about the tools you have", "use list_dir"]
             assert [turn.end_reason for turn in bench.only_session().view().turns] == ["aborted", "completed"]
 
@@ -846,9 +849,7 @@ class TestPromptsSentDuringATurn:
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await send(pilot, "tell me about the tools you have", wait=False)
-                await until(pilot, lambda: app.turn_running)
-                await send(pilot, "use list_dir", wait=False)
+                await queued_behind_a_turn(pilot, "tell me about the tools you have", "use list_dir")
                 await pilot.press("ctrl+q")
                 await pilot.pause()
                 assert app.is_running
@@ -875,8 +876,7 @@ class TestPromptsSentDuringATurn:
                     app.chat.composer.load_text(prompt)
                     await submit(pilot, wait=False)
                     await pilot.pause(rng.choice([0, 0, 0.005, 0.02, 0.05]))
-                await until(pilot, lambda: not app.turn_running and not app.chat.queued.prompts, limit=100)
-                await settle(pilot)
+                await until_all_sent(pilot, limit=100)
             assert user_texts(bench) == prompts
 
         run(scenario())
