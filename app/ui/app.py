@@ -17,7 +17,6 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from textual import events
-from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding
 from textual.signal import Signal
@@ -88,8 +87,6 @@ class ToolscopeApp(LiteralApp[None]):
         # Not in the footer, which is full: in the palette, /help and the README.
         Binding(keymap.TRAJECTORY, "open_trajectory", N_("Trajectory"), show=False),
         Binding(keymap.HELP, "help", N_("Help"), show=False),
-        # Before any screen's Escape: the keys panel (palette, "Keys") is what is on top.
-        Binding(keymap.CLOSE, "hide_keys_panel", show=False, priority=True),
     ]
 
     def __init__(self, options: ChatOptions) -> None:
@@ -411,7 +408,7 @@ class ToolscopeApp(LiteralApp[None]):
         inspector = sys.modules.get("app.ui.screens.inspector")
         if action == "inspect" and inspector is not None and isinstance(self.screen, inspector.InspectorScreen):
             return False
-        return True
+        return super().check_action(action, parameters)
 
     def action_export(self, fmt: str) -> None:
         """Export the session (`md`, `html`, `json`) into the working directory."""
@@ -451,11 +448,6 @@ class ToolscopeApp(LiteralApp[None]):
             self.screen.dismiss(None)
         else:
             self.push_screen(HelpScreen())
-
-    def action_hide_keys_panel(self) -> None:
-        if not self.screen.query("HelpPanel"):
-            raise SkipAction
-        self.action_hide_help_panel()
 
     def action_open_tools(self) -> None:
         if self.registry is None:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from rich.text import Text
 from textual.app import App
+from textual.binding import Binding
 from textual.content import Content
 from textual.events import DeliveryComplete
 from textual.fuzzy import Matcher
@@ -27,6 +28,7 @@ from textual.notifications import SeverityLevel
 
 from app.i18n import _
 from app.terminal import printable, printable_line
+from app.ui import keymap
 
 ReturnType = TypeVar("ReturnType")
 
@@ -72,7 +74,21 @@ def clip_lines(text: str, lines: int) -> tuple[str, bool]:
 
 
 class LiteralApp(App[ReturnType]):
-    """An app whose every notification shows its text literally."""
+    """An app whose every notification shows its text literally (and where Escape closes Textual's
+    keys panel: both apps' changes to what Textual itself shows live here)."""
+
+    # Before any screen's Escape: the keys panel (the palette's "Keys") is what is on top.
+    BINDINGS = [Binding(keymap.CLOSE, "hide_keys_panel", show=False, priority=True)]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Off (and out of the footer) while no keys panel shows: Escape goes on to the screen.
+        if action == "hide_keys_panel":
+            return bool(self.screen.query("HelpPanel"))
+        return super().check_action(action, parameters)
+
+    def action_hide_keys_panel(self) -> None:
+        self.action_hide_help_panel()
+        self.refresh_bindings()
 
     def notify(
         self,

@@ -30,6 +30,9 @@ from app.ui.widgets.queued_prompts import QueuedPrompts
 from app.ui.widgets.status_line import StatusLine, Usage
 
 if TYPE_CHECKING:
+    from textual.css.query import DOMQuery
+    from textual.widget import Widget
+
     from app.ui.app import ToolscopeApp
 
 
@@ -196,19 +199,22 @@ class ChatScreen(Screen[None]):
         """A printable key typed with the focus elsewhere in the chat (a block, the queue) starts a
         prompt, as in Toad. The app calls this before it delivers the key, so the composer already
         has the focus for it and for the rest of a burst: they arrive in order."""
-        from app.ui.widgets.approval import ApprovalPrompt
-
+        focused = self.focused
+        if not key.is_printable or isinstance(focused, Composer):
+            return  # the common case, decided without a query
         composer = self.composer
-        if key.is_printable and not isinstance(self.focused, (Composer, ApprovalPrompt)) and not composer.disabled:
+        if not composer.disabled and (focused is None or focused not in self._approval_prompts()):
             self.set_focus(composer)
 
     def on_screen_resume(self) -> None:
         """Back from a screen over the chat: the keys go to a waiting approval prompt, else to the
         composer (not to the block that had the focus before)."""
-        from app.ui.widgets.approval import ApprovalPrompt
-
-        waiting = self.query(ApprovalPrompt)
+        waiting = self._approval_prompts()
         self.set_focus(waiting.first() if waiting else self.composer)
+
+    def _approval_prompts(self) -> DOMQuery[Widget]:
+        # By name: the approval widgets are imported with the tools, after the first frame.
+        return self.query("ApprovalPrompt")
 
     def on_new_output_below(self, message: NewOutputBelow) -> None:
         self.query_one("#new-output").set_class(message.waiting, "-visible")
