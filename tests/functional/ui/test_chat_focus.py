@@ -161,3 +161,25 @@ class TestEscapeClosesPanels:
                 assert app.chat.composer.text == "ok"
 
         run(scenario())
+
+    def test_escape_hides_the_keys_panel_in_the_trajectory_viewer_too(self, bench) -> None:
+        from app.ui.screens.viewer import TrajectoryScreen
+        from app.ui.trajectory_source import SessionFileSource
+        from app.ui.viewer_app import ViewerApp
+
+        async def scenario() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await send(pilot, "hello")
+            viewer = ViewerApp(SessionFileSource.open(bench.sessions()[0]))
+            async with viewer.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: isinstance(viewer.screen, TrajectoryScreen))
+                trajectory = viewer.screen
+                viewer.action_show_help_panel()
+                await settle(pilot)
+                assert trajectory.query("HelpPanel")
+                await pilot.press("escape")
+                await settle(pilot)
+                assert not trajectory.query("HelpPanel") and viewer.screen is trajectory
+
+        run(scenario())
