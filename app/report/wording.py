@@ -12,6 +12,7 @@ from app.report.model import RouteReport, ToolChange
 
 def section_labels() -> dict[str, str]:
     return {
+        "why": _("Why"),
         "prefix": _("Prefix"),
         "beta": _("Beta header"),
         "fallback": _("Fallback"),
