@@ -16,6 +16,8 @@ from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from textual import events
+from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding
 from textual.signal import Signal
@@ -85,6 +87,9 @@ class ToolscopeApp(LiteralApp[None]):
         Binding(keymap.INSPECT, "inspect", N_("Inspect")),
         # Not in the footer, which is full: in the palette, /help and the README.
         Binding(keymap.TRAJECTORY, "open_trajectory", N_("Trajectory"), show=False),
+        Binding(keymap.HELP, "help", N_("Help"), show=False),
+        # Before any screen's Escape: the keys panel (palette, "Keys") is what is on top.
+        Binding(keymap.CLOSE, "hide_keys_panel", show=False, priority=True),
     ]
 
     def __init__(self, options: ChatOptions) -> None:
@@ -106,6 +111,11 @@ class ToolscopeApp(LiteralApp[None]):
         self.session_advanced: Signal[Envelope | None] = Signal(self, "session-advanced")
         """Published after the chat rendered a logged event (None: the whole session was replaced);
         live views of the session (trajectory, inspector) subscribe to it and re-read `view()`."""
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self.screen is self._chat:
+            self._chat.focus_prompt_for(event)
+        await super().on_event(event)
 
     # --- start-up and shut-down --------------------------------------------------------------------
 
@@ -435,19 +445,17 @@ class ToolscopeApp(LiteralApp[None]):
         chat.composer.focus()
 
     def action_help(self) -> None:
-        lines = [
-            _("Enter sends the prompt; Shift+Enter or Ctrl+J adds a new line."),
-            _("Ctrl+J works on every terminal: legacy terminals send the same key for Enter and Shift+Enter."),
-            _("Up and Down on the first or last line walk through earlier prompts."),
-            _("Escape cancels a running turn; the partial answer is kept."),
-            _("Ctrl+P opens the command palette; Ctrl+T the tools; Ctrl+R the routes; Ctrl+Q quits."),
-            _("Ctrl+G opens the inspector: what each route received for each request, live."),
-            _("Ctrl+L opens this session's trajectory; it follows the turn as it runs."),
-            _("Enter or a click expands a tool result, a tool-change list or the reasoning."),
-            "",
-            *(f"{command.name:<14} {command.description}" for command in slash.COMMANDS),
-        ]
-        self.notify("\n".join(lines), title=_("Keys and commands"), timeout=20)
+        from app.ui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+        else:
+            self.push_screen(HelpScreen())
+
+    def action_hide_keys_panel(self) -> None:
+        if not self.screen.query("HelpPanel"):
+            raise SkipAction
+        self.action_hide_help_panel()
 
     def action_open_tools(self) -> None:
         if self.registry is None:

@@ -16,6 +16,8 @@ INSPECT = "ctrl+g"
 JUMP_TO_END = "ctrl+end"
 QUIT = "ctrl+q"
 PALETTE = "ctrl+p"
+HELP = "f1"
+"""Opens the keys and commands, and closes them."""
 
 ALLOW_ONCE = "y"
 ALLOW_SESSION = "a"

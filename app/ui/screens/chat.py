@@ -12,6 +12,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.geometry import Size
@@ -190,6 +191,24 @@ class ChatScreen(Screen[None]):
         await conversation.add_block(block)
         # The prompt has the keys (y, a, n): it is shown wherever the user had scrolled to.
         await conversation.jump_to_end()
+
+    def focus_prompt_for(self, key: events.Key) -> None:
+        """A printable key typed with the focus elsewhere in the chat (a block, the queue) starts a
+        prompt, as in Toad. The app calls this before it delivers the key, so the composer already
+        has the focus for it and for the rest of a burst: they arrive in order."""
+        from app.ui.widgets.approval import ApprovalPrompt
+
+        composer = self.composer
+        if key.is_printable and not isinstance(self.focused, (Composer, ApprovalPrompt)) and not composer.disabled:
+            self.set_focus(composer)
+
+    def on_screen_resume(self) -> None:
+        """Back from a screen over the chat: the keys go to a waiting approval prompt, else to the
+        composer (not to the block that had the focus before)."""
+        from app.ui.widgets.approval import ApprovalPrompt
+
+        waiting = self.query(ApprovalPrompt)
+        self.set_focus(waiting.first() if waiting else self.composer)
 
     def on_new_output_below(self, message: NewOutputBelow) -> None:
         self.query_one("#new-output").set_class(message.waiting, "-visible")
