@@ -165,8 +165,8 @@ def test_the_footer_shows_the_paging_keys_and_no_two_entries_share_a_label(bench
             labels = [str(key.description) for key in footer.query(FooterKey) if key.description]
             labels += [str(label.render()) for label in footer.query(FooterLabel)]
             assert len(labels) == len(set(labels)), labels
-            paging = {"en": "←→ Route page", "zh_CN": "←→ 路由翻页"}[language]
-            assert paging in screen_lines(app)[-1]
+            paging, close = {"en": ("←→ Route page", "esc Close"), "zh_CN": ("←→ 路由翻页", "esc 关闭")}[language]
+            assert paging in screen_lines(app)[-1] and close in screen_lines(app)[-1]
 
     try:
         run(scenario())
