@@ -161,12 +161,14 @@ def test_the_footer_shows_the_paging_keys_and_no_two_entries_share_a_label(bench
             if language != "en":
                 await app.run_action("switch_language")
                 await pilot.pause()
+            paging, close = {"en": ("←→ Route page", "esc Close"), "zh_CN": ("←→ 路由翻页", "esc 关闭")}[language]
+            # The footer is built after the screen's bindings settle: wait for it, not a fixed time.
+            await until(pilot, lambda: paging in screen_lines(app)[-1])
+            assert close in screen_lines(app)[-1]
             footer = app.screen.query_one("LocalizedFooter")
             labels = [str(key.description) for key in footer.query(FooterKey) if key.description]
             labels += [str(label.render()) for label in footer.query(FooterLabel)]
             assert len(labels) == len(set(labels)), labels
-            paging, close = {"en": ("←→ Route page", "esc Close"), "zh_CN": ("←→ 路由翻页", "esc 关闭")}[language]
-            assert paging in screen_lines(app)[-1] and close in screen_lines(app)[-1]
 
     try:
         run(scenario())
