@@ -59,6 +59,54 @@ class RouteReport:
             return None
         return ", ".join(f"{name}: {value}" for name, value in self.wire.headers.items())
 
+    def carries(self, change: ToolChange | None) -> ChangeOnRoute | None:
+        """What this route made of the request's tool change (None: the first request, no change,
+        a fallback or an unsendable body, where the change is not what shaped the route)."""
+        if change is None or change.first or not change.changed:
+            return None
+        if self.projected.fallback is not None or self.error is not None:
+            return None
+        declared = {declaration.tool.name: declaration for declaration in self.projected.declarations}
+        added_by_block = {
+            block.name for block, _position in self.blocks if block.kind == "tool_addition"
+        }
+
+        def added(*, deferred: bool, block: bool) -> tuple[str, ...]:
+            return tuple(
+                name
+                for name in change.added
+                if name in declared
+                and declared[name].defer_loading is deferred
+                and (name in added_by_block) is block
+            )
+
+        return ChangeOnRoute(
+            added_deferred=added(deferred=True, block=True),
+            added_again=added(deferred=False, block=True),
+            added_up_front=added(deferred=False, block=False),
+            removed_retained=tuple(name for name in change.removed if name in declared),
+            removed_undeclared=tuple(name for name in change.removed if name not in declared),
+            redefined=change.redefined,
+        )
+
+    def same_summary_as(self, other: RouteReport) -> bool:
+        """Whether the summary (prefix, beta header, fallback, declarations, blocks and where they
+        sit in the body) is the same as `other`'s: only the model, endpoint and name differ."""
+        return self._summary() == other._summary()
+
+    def _summary(self) -> tuple[object, ...]:
+        projected = self.projected
+        positions = self.wire.group_indexes if self.wire is not None else None
+        return (
+            projected.declarations,
+            projected.groups,
+            projected.fallback,
+            positions,
+            self.beta,
+            self.prefix,
+            self.error,
+        )
+
     def body_diff(self) -> list[str]:
         """A unified diff of this body against the previous request's body on the same route
         (pretty-printed JSON, 3 lines of context); empty when either is missing or they are equal.
@@ -92,6 +140,24 @@ class ToolChange:
     @property
     def changed(self) -> bool:
         return bool(self.added or self.removed or self.redefined)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeOnRoute:
+    """Where each tool of a request's change ended up on one route (`RouteReport.carries`)."""
+
+    added_deferred: tuple[str, ...] = ()
+    """Declared with `defer_loading`; an addition block makes each available."""
+    added_again: tuple[str, ...] = ()
+    """Declared up front, with an addition block (a removed tool that was kept declared)."""
+    added_up_front: tuple[str, ...] = ()
+    """Declared up front, no block: the route sends no updates, or the tool left the
+    declarations with its removal and comes back among them."""
+    removed_retained: tuple[str, ...] = ()
+    """Still declared; a removal block takes each away (in-history)."""
+    removed_undeclared: tuple[str, ...] = ()
+    """No longer declared; no removal block says so."""
+    redefined: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 
 from app.i18n import _, ngettext
 from app.llm.projection import describe_fallback
-from app.report.model import RequestReport, RouteReport
+from app.report.model import RequestReport, RouteReport, ToolChange
 from app.report.wording import (
     block_label,
     block_source,
     prefix_text,
     route_about,
+    route_reason,
     section_labels,
     state_label,
     tool_change_line,
@@ -64,11 +65,13 @@ def render_text(
             line = tool_change_line(change, printable_line)
             lines.append(paint.yellow(line) if change.changed else line)
         for route_report in report.routes:
-            lines += ["", *_route_lines(route_report, paint, bodies=bodies, diffs=diffs)]
+            lines += ["", *_route_lines(route_report, change, paint, bodies=bodies, diffs=diffs)]
     return "\n".join(lines) + "\n"
 
 
-def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool, diffs: bool) -> list[str]:
+def _route_lines(
+    report: RouteReport, change: ToolChange | None, paint: _Painter, *, bodies: bool, diffs: bool
+) -> list[str]:
     route = report.route
     labels = section_labels()
     width = max(cell_width(label) for label in labels.values()) + 2
@@ -84,6 +87,9 @@ def _route_lines(report: RouteReport, paint: _Painter, *, bodies: bool, diffs: b
         lines = [paint.bold(route.id) + "  " + paint.dim(about)]
     else:
         lines = [paint.bold(route.id), "  " + paint.dim(about)]
+    reason = route_reason(report, change, printable_line)
+    if reason is not None:
+        lines += section("why", textwrap.wrap(reason, TEXT_WIDTH - len(indent)))
     if report.error is not None:
         lines += section("error", [paint.red(report.error)])
     elif report.prefix.kept:

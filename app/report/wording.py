@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.i18n import _, ngettext
-from app.llm.routes import Route
+from app.llm.routes import DEFAULT_BETA_HEADER, Route
 from app.report.model import RouteReport, ToolChange
 
 
 def section_labels() -> dict[str, str]:
     return {
+        "why": _("Why"),
         "prefix": _("Prefix"),
         "beta": _("Beta header"),
         "fallback": _("Fallback"),
@@ -84,3 +85,136 @@ def tool_change_line(change: ToolChange, quote: Callable[[str], str] = str) -> s
     if change.redefined:
         parts.append(_("redefined {names}").format(names=names(change.redefined)))
     return _("Tools since the previous request: {changes}").format(changes="; ".join(parts))
+
+
+def route_reason(
+    report: RouteReport, change: ToolChange | None, quote: Callable[[str], str] = str
+) -> str | None:
+    """Why the route's declarations and blocks are what they are, in one line: its tool-update mode,
+    what that mode made of the request's tool change, and what that did to the prefix
+    ("addition-only: grep is no longer declared; its removal is not sent; the prefix breaks at
+    /tools/2"). None for an unsendable body: its error says why."""
+    if report.error is not None:
+        return None
+    route = report.route
+    mode = route.tool_update if route.sends_tool_updates else "none"
+    clauses = _change_clauses(report, change, quote)
+    if change is not None and not change.first:
+        clauses.append(_prefix_clause(report))
+    # TRANSLATORS: between the clauses of the line that says why a route got what it got.
+    separator = _("; ")
+    return _("{mode}: {reasons}").format(mode=mode, reasons=separator.join(clauses))
+
+
+def _change_clauses(
+    report: RouteReport, change: ToolChange | None, quote: Callable[[str], str]
+) -> list[str]:
+    if report.projected.fallback is not None:
+        return [_("fell back to the tools in force, with no update blocks")]
+    if change is None or change.first:
+        return [_("the first request declares the tools in force")]
+    carried = report.carries(change)
+    if carried is None:
+        return [_("no tool change since the previous request")]
+
+    def said(names: tuple[str, ...], text: Callable[[int], str]) -> list[str]:
+        """`text(count)` is the ngettext call (literal, for the extractor), filled with the names."""
+        if not names:
+            return []
+        return [text(len(names)).format(names=", ".join(quote(name) for name in names))]
+
+    clauses = [
+        *said(
+            carried.added_deferred,
+            lambda n: ngettext(
+                "{names} is declared deferred; an addition block makes it available",
+                "{names} are declared deferred; addition blocks make them available",
+                n,
+            ),
+        ),
+        *said(
+            carried.added_again,
+            lambda n: ngettext(
+                "{names} is declared up front again; an addition block makes it available",
+                "{names} are declared up front again; addition blocks make them available",
+                n,
+            ),
+        ),
+        *said(
+            carried.added_up_front,
+            lambda n: ngettext(
+                "{names} is declared up front, with no block",
+                "{names} are declared up front, with no block",
+                n,
+            ),
+        ),
+        *said(
+            carried.removed_retained,
+            lambda n: ngettext(
+                "{names} stays declared; a removal block takes it away",
+                "{names} stay declared; removal blocks take them away",
+                n,
+            ),
+        ),
+    ]
+    if report.route.sends_tool_updates:
+        clauses += said(
+            carried.removed_undeclared,
+            lambda n: ngettext(
+                "{names} is no longer declared; its removal is not sent",
+                "{names} are no longer declared; their removal is not sent",
+                n,
+            ),
+        )
+        clauses += said(
+            carried.redefined,
+            lambda n: ngettext(
+                "{names} is redefined: a new sequence starts with the tools in force",
+                "{names} are redefined: a new sequence starts with the tools in force",
+                n,
+            ),
+        )
+    else:
+        clauses += said(
+            carried.removed_undeclared,
+            lambda n: ngettext(
+                "{names} is no longer declared",
+                "{names} are no longer declared",
+                n,
+            ),
+        )
+        clauses += said(
+            carried.redefined,
+            lambda n: ngettext(
+                "{names} is declared with its new definition",
+                "{names} are declared with their new definitions",
+                n,
+            ),
+        )
+        clauses.append(_("this route sends no update blocks"))
+    return clauses
+
+
+def _prefix_clause(report: RouteReport) -> str:
+    if report.prefix.kept:
+        return _("the prefix is kept")
+    if report.prefix.first_difference is not None:
+        return _("the prefix breaks at {pointer}").format(pointer=report.prefix.first_difference)
+    return _("the prefix breaks: the previous body was not sendable")
+
+
+def beta_note(report: RouteReport) -> str | None:
+    """What the beta header is, and why it is sent: the same header name goes to DeepSeek as to
+    Anthropic, which reads oddly on a DeepSeek route without a word."""
+    if report.beta is None:
+        return None
+    route = report.route
+    if route.beta_header.lower() != DEFAULT_BETA_HEADER:
+        what = _("the route's tool-change beta")
+    elif route.dialect == "anthropic-messages":
+        what = _("Anthropic's beta for tool changes in the history")
+    elif route.dialect == "offline":
+        what = _("the tool-change beta, checked by the offline model as DeepSeek checks it")
+    else:
+        what = _("the header DeepSeek's tool-change beta uses (Anthropic's name for it)")
+    return _("{what}; sent because this body carries update blocks").format(what=what)

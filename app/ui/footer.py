@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.widgets._footer import FooterKey, FooterLabel
 
 from app import i18n
 from app.i18n import N_, _
+from app.ui.text import literal
 
 N_("palette")  # Textual's own label for the palette's key, translated with the others when shown
 
@@ -22,6 +23,11 @@ class LocalizedFooter(Footer):
         for widget in super().compose():
             if isinstance(widget, FooterKey):
                 widget.description = _(widget.description) if widget.description else ""
+                if widget.has_class("-grouped") and isinstance(widget.tooltip, str):
+                    widget.tooltip = literal(_(widget.tooltip))  # a grouped key's own description
+            elif isinstance(widget, FooterLabel):
+                # A binding group's label (`Binding.Group`), given as the English text.
+                widget = FooterLabel(literal(_(str(widget.content))))
             yield widget
 
     async def recompose(self) -> None:

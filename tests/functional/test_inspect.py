@@ -300,6 +300,37 @@ def test_each_request_says_what_changed_in_the_tools_in_one_line(example, capsys
     ]
 
 
+def test_each_route_says_why_it_got_what_it_got_for_each_change(example, capsys):
+    """One route of each mode: its mode, what that mode made of the request's change, the prefix."""
+    path, _developer = example
+    routes = ["deepseek/deepseek-flash", "anthropic/claude-sonnet", "openai/gpt"]
+    assert run(inspect(str(path), *(arg for route in routes for arg in ("--route", route)))) == 0
+    text = capsys.readouterr().out
+    whys = [
+        " ".join(" ".join(block.split("\n  Prefix", 1)[0].split()).split())
+        for block in text.split("  Why           ")[1:]
+    ]
+    assert whys == [
+        # Request 1 (first) and 2 (no change).
+        *["addition-only: the first request declares the tools in force", "in-history: the first request declares the tools in force", "none: the first request declares the tools in force"],
+        *[f"{mode}: no tool change since the previous request; the prefix is kept" for mode in ("addition-only", "in-history", "none")],
+        # Request 3: +time.
+        "addition-only: time is declared deferred; an addition block makes it available; the prefix is kept",
+        "in-history: time is declared deferred; an addition block makes it available; the prefix is kept",
+        "none: time is declared up front, with no block; this route sends no update blocks; the prefix breaks at /tools/2",
+        # Request 4: −grep.
+        "addition-only: grep is no longer declared; its removal is not sent; the prefix breaks at /tools/2",
+        "in-history: grep stays declared; a removal block takes it away; the prefix is kept",
+        "none: grep is no longer declared; this route sends no update blocks; the prefix breaks at /tools/1",
+        # Request 5: +grep, unchanged.
+        "addition-only: grep is declared up front, with no block; the prefix breaks at /tools/1",
+        "in-history: grep is declared up front again; an addition block makes it available; the prefix is kept",
+        "none: grep is declared up front, with no block; this route sends no update blocks; the prefix breaks at /tools/2",
+        # Request 6: no change.
+        *[f"{mode}: no tool change since the previous request; the prefix is kept" for mode in ("addition-only", "in-history", "none")],
+    ]
+
+
 def test_diff_shows_each_body_against_the_previous_request_on_the_route(example, capsys):
     path, _developer = example
     route_id = MODES["addition-only"][0]

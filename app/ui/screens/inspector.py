@@ -7,8 +7,9 @@ a `session_advanced` signal (the chat publishes it after every logged event), th
 the session live: the report is read again when a request is logged or the session is replaced,
 and while it follows the latest request it moves to each new one.
 
-Keys: previous/next request, the latest (and follow it), the wire body, the diff against the
-previous request, the route chooser (which routes are shown), Escape closes.
+Keys: previous/next request, the previous/next page of routes (Left/Right, or a click on the
+pager's arrows), the latest request (and follow it), the wire body, the diff against the previous
+request, the route chooser (which routes are paged through), Escape closes.
 """
 
 from __future__ import annotations
@@ -62,16 +63,27 @@ class RouteChooser(VerticalScroll, can_focus=False):
         self._switches[0].focus()
 
 
+# Each pair is one entry in the footer (`LocalizedFooter` translates the group's label): seven
+# entries fit in 120 columns with the app's, nine did not (Escape fell off the end).
+ROUTE_PAGE = Binding.Group(N_("Route page"), compact=True)
+REQUEST = Binding.Group(N_("Requests"))
+
+
 class InspectorScreen(Screen[None]):
     CSS_PATH = "inspector.tcss"
     BINDINGS = [
-        Binding(keymap.INSPECT_PREVIOUS, "previous", N_("Previous request")),
-        Binding(keymap.INSPECT_NEXT, "next", N_("Next request")),
+        Binding(keymap.INSPECT_PREVIOUS, "previous", N_("Previous request"), group=REQUEST),
+        Binding(keymap.INSPECT_NEXT, "next", N_("Next request"), group=REQUEST),
+        # Priority: a focused column, a scrolling container, would take the arrows for itself.
+        Binding(keymap.INSPECT_EARLIER_ROUTES, "page_routes(-1)", N_("Earlier routes"), priority=True, group=ROUTE_PAGE),
+        Binding(keymap.INSPECT_LATER_ROUTES, "page_routes(1)", N_("Later routes"), priority=True, group=ROUTE_PAGE),
+        Binding(keymap.INSPECT_ROUTES, "choose_routes", N_("Routes shown")),
         Binding(keymap.INSPECT_LATEST, "latest", N_("Follow the latest")),
         Binding(keymap.INSPECT_BODY, "mode('body')", N_("Wire body")),
         Binding(keymap.INSPECT_DIFF, "mode('diff')", N_("Diff")),
-        Binding(keymap.INSPECT_ROUTES, "choose_routes", N_("Routes")),
-        Binding(keymap.CLOSE, "close", N_("Close")),
+        # Priority, to stay in the footer: the app's own Escape (hiding the keys panel, shown=False)
+        # is a priority binding and would take its place there. The app's still runs first.
+        Binding(keymap.CLOSE, "close", N_("Close"), priority=True),
     ]
 
     def __init__(
@@ -197,6 +209,9 @@ class InspectorScreen(Screen[None]):
 
     def action_latest(self) -> None:
         self._go(self._seen_requests)
+
+    def action_page_routes(self, step: int) -> None:
+        self.inspector.page(step)
 
     def action_mode(self, mode: str) -> None:
         """The wire body and the diff are toggles: the same key again goes back to the summary."""

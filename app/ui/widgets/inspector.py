@@ -1,10 +1,14 @@
 """The inspector's content (DESIGN §5, §9): what every route received for one request, side by side.
 
 It lays out one `RequestReport` of the report model (`app.report.model`), the one `toolscope
-inspect` prints, and computes nothing of its own: the one-line tool change, and per route the
-prefix, beta header, fallback, declarations and blocks (the summary), the wire body, or the body's
-diff against the previous request on the same route. Everything from the session (tool names,
-texts, bodies) is shown literally and with every API key of the catalog redacted (`Scrubber`).
+inspect` prints, and computes nothing of its own: the one-line tool change, and per route the line
+that says why, then the prefix, beta header, fallback, declarations and blocks (the summary), the
+wire body, or the body's diff against the previous request on the same route. Everything from the
+session (tool names, texts, bodies) is shown literally and with every API key of the catalog
+redacted (`Scrubber`).
+
+The routes are paged: as many columns as fit at `MIN_COLUMN_WIDTH` share the width, and the pager
+beside the mode line counts them ("Routes 1–2 of 6") with an arrow to click on either side.
 """
 
 from __future__ import annotations
@@ -12,23 +16,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
+from textual import events, on
 from textual.app import ComposeResult
-from textual.containers import HorizontalScroll, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
 from app.export.scrub import Scrubber
-from app.i18n import _
+from app.i18n import _, ngettext
 from app.llm.projection import describe_fallback
 from app.llm.routes import Route
-from app.report.model import RequestReport, RouteReport
+from app.report.model import RequestReport, RouteReport, ToolChange
 from app.report.text import cell_width, pad_cells
 from app.report.wording import (
+    beta_note,
     block_label,
     block_source,
     prefix_text,
     route_about,
+    route_reason,
     section_labels,
     state_label,
     tool_change_line,
@@ -37,7 +44,8 @@ from app.terminal import json_text
 from app.ui.text import literal, styled
 
 MIN_COLUMN_WIDTH = 48
-"""A route's column is never narrower: wider than the screen, the columns scroll sideways."""
+"""A route's column is never narrower: the columns that fit share the width, the others are on the
+next pages (one route a page below twice this width)."""
 
 Part = str | tuple[str, str]
 """A piece of `Content.assemble`: our own text, or (text, style)."""
@@ -58,7 +66,8 @@ def mode_label(mode: InspectorMode) -> str:
 
 
 class RouteColumn(VerticalScroll):
-    """One route of the catalog: its name and what it received, in the inspector's mode."""
+    """One route of the catalog: its name, why it got what it got, and what it got, in the
+    inspector's mode."""
 
     def __init__(self, route: Route, index: int) -> None:
         super().__init__(id=f"route-{index}", classes="route-column")
@@ -67,17 +76,40 @@ class RouteColumn(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(classes="route-title")
         yield Static(classes="route-about")
+        yield Static(classes="route-why")
         yield Static(classes="route-content")
 
-    def show(self, report: RouteReport, mode: InspectorMode, scrub: Scrubber) -> None:
+    def show(
+        self,
+        report: RouteReport,
+        change: ToolChange | None,
+        mode: InspectorMode,
+        scrub: Scrubber,
+        same_as: Route | None,
+    ) -> None:
+        """`same_as`: an earlier route shown whose summary is this one's (said instead of it)."""
         self.query_one(".route-title", Static).update(literal(scrub.line(self.route.id)))
         self.query_one(".route-about", Static).update(literal(scrub.line(route_about(self.route))))
-        content: Content = {
-            InspectorMode.SUMMARY: _summary,
-            InspectorMode.BODY: _body,
-            InspectorMode.DIFF: _diff,
-        }[mode](report, scrub)
-        self.query_one(".route-content", Static).update(content)
+        why = self.query_one(".route-why", Static)
+        reason = route_reason(report, change)
+        why.display = reason is not None
+        why.update(literal(scrub.line(reason or "")))
+        self.query_one(".route-content", Static).update(_content(report, mode, scrub, same_as))
+
+
+def _content(report: RouteReport, mode: InspectorMode, scrub: Scrubber, same_as: Route | None) -> Content:
+    if mode is InspectorMode.SUMMARY and same_as is not None:
+        return styled(
+            _("Same as {route}: the same prefix, beta header, declarations and blocks.").format(
+                route=scrub.line(same_as.id)
+            ),
+            "italic",
+        )
+    return {
+        InspectorMode.SUMMARY: _summary,
+        InspectorMode.BODY: _body,
+        InspectorMode.DIFF: _diff,
+    }[mode](report, scrub)
 
 
 def _summary(report: RouteReport, scrub: Scrubber) -> Content:
@@ -92,6 +124,9 @@ def _summary(report: RouteReport, scrub: Scrubber) -> Content:
     else:
         parts += line(labels["prefix"], prefix_text(report), "$text-success" if report.prefix.kept else "$text-error")
     parts += line(labels["beta"], report.beta or _("none"))
+    note = beta_note(report)
+    if note is not None:
+        parts += [(note, "$text-muted italic"), "\n"]
     fallback = report.projected.fallback
     parts += line(labels["fallback"], describe_fallback(fallback) if fallback else _("none"), "$text-warning" if fallback else "")
     declarations = [
@@ -161,19 +196,52 @@ def _diff_style(line: str) -> str:
     return ""
 
 
+class RoutePager(Horizontal):
+    """"◂ Routes 1–2 of 6 ▸": which routes of those chosen are on the screen; an arrow is clicked
+    to page (it is dimmed where there is nothing more that way)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(literal(" ◂ "), id="routes-earlier")
+        yield Static(id="routes-count")
+        yield Static(literal(" ▸ "), id="routes-later")
+
+    def show(self, first: int, last: int, total: int) -> None:
+        """Routes `first`..`last` (1-based) of `total` are on the screen."""
+        if total == 0:
+            count = _("No route chosen")
+        elif first == last:
+            count = ngettext("Route {n} of {total}", "Route {n} of {total}", total).format(
+                n=first, total=total
+            )
+        else:
+            count = ngettext(
+                "Routes {first}–{last} of {total}", "Routes {first}–{last} of {total}", total
+            ).format(first=first, last=last, total=total)
+        self.query_one("#routes-count", Static).update(literal(count))
+        self.query_one("#routes-earlier").set_class(first <= 1, "-off")
+        self.query_one("#routes-later").set_class(last >= total, "-off")
+
+
 class Inspector(Vertical):
-    """The request's heading and tool-change line, the mode, and one column per route shown."""
+    """The request's heading and tool-change line, the mode and the pager, and one column per route
+    on the page."""
 
     def __init__(self, routes: Sequence[Route], *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self.routes = tuple(routes)
         self.scrub = Scrubber.for_routes(self.routes)
+        self._chosen: list[str] = [route.id for route in self.routes]
+        self._first = 0
+        """The index in `_chosen` of the first route on the screen."""
+        self._shown: tuple[RequestReport | None, InspectorMode] = (None, InspectorMode.SUMMARY)
 
     def compose(self) -> ComposeResult:
         yield Static(id="inspector-request")
         yield Static(id="inspector-change")
-        yield Static(id="inspector-mode")
-        with HorizontalScroll(id="inspector-routes"):
+        with Horizontal(id="inspector-bar"):
+            yield Static(id="inspector-mode")
+            yield RoutePager(id="route-pager")
+        with Horizontal(id="inspector-routes"):
             for index, route in enumerate(self.routes):
                 yield RouteColumn(route, index)
 
@@ -182,31 +250,51 @@ class Inspector(Vertical):
         return list(self.query(RouteColumn))
 
     def show_routes(self, route_ids: Iterable[str]) -> None:
-        shown = set(route_ids)
-        for column in self.columns:
-            column.display = column.route.id in shown
-        self._fit_columns()
+        """Only these routes (in catalog order) are paged through."""
+        chosen = set(route_ids)
+        self._chosen = [route.id for route in self.routes if route.id in chosen]
+        self._lay_out()
+        self._fill()  # "same as" points only at routes chosen
+
+    def page(self, step: int) -> None:
+        """The next (`step` 1) or previous (-1) page of routes; the last page is always full."""
+        self._first += step * self._per_page()
+        self._lay_out()
 
     def on_resize(self) -> None:
-        self._fit_columns()
+        self._lay_out()
 
-    def _fit_columns(self) -> None:
-        """The routes shown share the width equally, each at least `MIN_COLUMN_WIDTH` wide."""
-        shown = [column for column in self.columns if column.display]
-        if shown and self.size.width:
-            width = max(MIN_COLUMN_WIDTH, self.size.width // len(shown))
-            for column in shown:
-                column.styles.width = width
+    def _per_page(self) -> int:
+        return max(1, self.size.width // MIN_COLUMN_WIDTH)
+
+    def _lay_out(self) -> None:
+        """Show the page's columns (they share the width) and count them in the pager."""
+        total = len(self._chosen)
+        per_page = min(self._per_page(), total)
+        self._first = max(0, min(self._first, total - per_page))
+        on_page = set(self._chosen[self._first : self._first + per_page])
+        for column in self.columns:
+            column.display = column.route.id in on_page
+        self.query_one(RoutePager).show(self._first + 1, self._first + per_page, total)
+
+    @on(events.Click, "#routes-earlier")
+    def _earlier(self) -> None:
+        self.page(-1)
+
+    @on(events.Click, "#routes-later")
+    def _later(self) -> None:
+        self.page(1)
 
     def show(
         self, report: RequestReport | None, total: int, mode: InspectorMode, *, following: bool
     ) -> None:
         heading = self.query_one("#inspector-request", Static)
         change = self.query_one("#inspector-change", Static)
+        self._shown = (report, mode)
         if report is None:
             heading.update(styled(_("This session has no model requests yet."), "bold"))
             change.update("")
-            self.query_one("#inspector-mode", Static).update("")
+            self.query_one("#inspector-bar").display = False
             self.query_one("#inspector-routes").display = False
             return
         heading.update(self._heading(report, total, following=following))
@@ -214,10 +302,27 @@ class Inspector(Vertical):
             line = tool_change_line(report.tool_change, lambda name: self.scrub.line(name))
             change.update(styled(line, "$text-warning" if report.tool_change.changed else ""))
         self.query_one("#inspector-mode", Static).update(_mode_line(mode))
+        self.query_one("#inspector-bar").display = True
         self.query_one("#inspector-routes").display = True
+        self._fill()
+
+    def _fill(self) -> None:
+        """Every column from the report shown, each route chosen that repeats an earlier one's
+        summary pointing to it."""
+        report, mode = self._shown
+        if report is None:
+            return
         by_id = {route_report.route.id: route_report for route_report in report.routes}
+        chosen = [by_id[route_id] for route_id in self._chosen]
+        same_as: dict[str, Route] = {}
+        for position, route_report in enumerate(chosen):
+            # The first equal one: equality is transitive, so each points to its group's first.
+            first = next((earlier for earlier in chosen[:position] if earlier.same_summary_as(route_report)), None)
+            if first is not None:
+                same_as[route_report.route.id] = first.route
         for column in self.columns:
-            column.show(by_id[column.route.id], mode, self.scrub)
+            route_report = by_id[column.route.id]
+            column.show(route_report, report.tool_change, mode, self.scrub, same_as.get(column.route.id))
 
     def _heading(self, report: RequestReport, total: int, *, following: bool) -> Content:
         request = report.request

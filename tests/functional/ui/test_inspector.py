@@ -86,12 +86,18 @@ def test_previous_and_next_walk_the_requests_and_each_shows_its_tool_change(benc
             for _ in range(7):
                 await pilot.press("p")
             assert screen.request == 1 and change_line(screen) == "First request: 2 tools (read, grep)"
-            # Every route of the catalog is shown, laid out from the report model.
+            # Every route of the catalog is shown, page by page, laid out from the report model.
             (report,) = inspect_requests(app.view().requests, list(app.catalog), only=1)
             texts = shown_text(screen)
+            await pilot.press("right")
+            texts |= shown_text(screen)
             assert list(texts) == list(app.catalog.ids)
-            for route_report in report.routes:
+            for position, route_report in enumerate(report.routes):
                 text = texts[route_report.route.id]
+                same = [earlier.route.id for earlier in report.routes[:position] if earlier.same_summary_as(route_report)]
+                if same:
+                    assert text.startswith(f"Same as {same[0]}: ")
+                    continue
                 assert "Prefix: kept" in text
                 for declaration in route_report.projected.declarations:
                     assert declaration.tool.name in text
@@ -177,7 +183,9 @@ def test_the_route_chooser_shows_only_the_chosen_routes(bench, example) -> None:
             # Space switches the highlighted route off; down and space the next one too.
             await pilot.press("space", "down", "space")
             hidden = list(app.catalog.ids)[:2]
-            assert list(shown_text(screen)) == [route for route in app.catalog.ids if route not in hidden]
+            assert screen.shown_routes == [route for route in app.catalog.ids if route not in hidden]
+            # Beside the open chooser, two routes fit on a page at this width.
+            assert list(shown_text(screen)) == screen.shown_routes[:2]
             # A click switches one back on.
             await pilot.click(first)
             await pilot.pause()
@@ -267,7 +275,10 @@ def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_swi
             await pilot.press("p")
             assert not screen.following
             assert change_line(screen) == "Tools since the previous request: added calculate"
-            assert "tool addition  calculate" in shown_text(screen)["offline/demo"]
+            assert "tool addition  calculate" in shown_text(screen)["deepseek/deepseek-flash"]
+            # offline/demo, on the next page, carries the same declarations and block.
+            await pilot.press("right")
+            assert shown_text(screen)["offline/demo"].startswith("Same as deepseek/deepseek-flash: ")
             # Not following: a new request leaves the screen where it is, until f follows again.
             app.post_message(PromptSubmitted("thanks"))
             await until(pilot, lambda: app._turn is not None and not app.turn_running)

@@ -2,7 +2,8 @@
 
 Headers h0 [read, grep]; +time (d1, request 3); −grep (d2, request 4); +grep unchanged (d3,
 request 5). One route of each tool-update mode side by side; the wire body, the diff, the route
-chooser and the Chinese interface. Nothing shown depends on time, ids or paths.
+chooser and the Chinese interface; the six routes of the catalog paged at 80, 120 and 200 columns.
+Nothing shown depends on time, ids or paths.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ def app(bench):
     return bench.app(session=write_session(log, bench.root / "sessions"))
 
 
-def inspecting(request: int, *keys: str):
-    """`run_before`: the inspector on `request` with one route per mode, then `keys` pressed."""
+def inspecting(request: int, *keys: str, shown: list[str] | None = ONE_PER_MODE):
+    """`run_before`: the inspector on `request` with `shown` (default: one route per mode; None:
+    the whole catalog), then `keys` pressed."""
 
     async def run_before(pilot) -> None:
         app = pilot.app
         await until(pilot, lambda: app.view() is not None and app.registry is not None)
-        await app.push_screen(InspectorScreen(request, follow_latest=False, shown=ONE_PER_MODE))
+        await app.push_screen(InspectorScreen(request, follow_latest=False, shown=shown))
         await pilot.press(*keys)
         await pilot.pause()
 
@@ -60,3 +62,12 @@ def test_the_route_chooser(app, snap_compare) -> None:
 
 def test_the_inspector_in_chinese(chinese, app, snap_compare) -> None:
     assert snap_compare(app, terminal_size=WIDE, run_before=inspecting(4))
+
+
+@pytest.mark.parametrize("size", [(80, 30), (120, 40), (200, 50)], ids=["80-columns", "120-columns", "200-columns"])
+def test_six_routes_paged_at_each_width(app, snap_compare, size) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=inspecting(4, shown=None))
+
+
+def test_the_next_page_of_six_routes(app, snap_compare) -> None:
+    assert snap_compare(app, terminal_size=(120, 40), run_before=inspecting(4, "right", shown=None))
