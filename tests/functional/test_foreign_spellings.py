@@ -21,7 +21,7 @@ from app.session.events import encode_event, encode_header
 from app.session.listing import list_sessions
 from app.session.session import Session
 from app.ui.widgets.conversation import SessionHistory
-from tests.functional.ui.chat_support import make_bench, settle, until
+from tests.functional.ui.chat_support import cursor_blink_off, make_bench, settle, until
 from tests.functional.ui.viewer_support import TOOLSCOPE, trajectory_cells, trajectory_session
 from tests.support.commands import run_cli
 from tests.support.histories import GeneratedLog, session_logs
@@ -129,6 +129,7 @@ async def test_a_resumed_chat_shows_a_json_dumps_session_as_the_original(tmp_pat
     for path in (original, dumped):
         async with bench.app(session=path).run_test(size=(100, 34)) as pilot:
             await until(pilot, lambda: len(pilot.app.chat.conversation.blocks) > 5)
+            await cursor_blink_off(pilot)  # the same cursor in both pictures, whatever the load
             await settle(pilot)
             screens.append([(char, style) for char, style in screen_cells(pilot.app)])
     assert "are you there" in "".join(char for char, _style in screens[0])
