@@ -81,9 +81,7 @@ class InspectorScreen(Screen[None]):
         Binding(keymap.INSPECT_LATEST, "latest", N_("Follow the latest")),
         Binding(keymap.INSPECT_BODY, "mode('body')", N_("Wire body")),
         Binding(keymap.INSPECT_DIFF, "mode('diff')", N_("Diff")),
-        # Priority, to stay in the footer: the app's own Escape (hiding the keys panel, shown=False)
-        # is a priority binding and would take its place there. The app's still runs first.
-        Binding(keymap.CLOSE, "close", N_("Close"), priority=True),
+        Binding(keymap.CLOSE, "close", N_("Close")),
     ]
 
     def __init__(
