@@ -26,18 +26,17 @@ from app.ui.widgets.trajectory_model import (
     Entry,
     TurnGroup,
     answer_label,
-    context_names,
+    changed_tool_label,
     entry_label,
     highlighted,
-    name_label,
     reasoning_label,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """A piece of an entry with a node of its own: a request's reasoning or answer, or one name in
-    a multi-tool change's list. Selecting it shows its entry."""
+    """A piece of an entry with a node of its own: a request's reasoning or answer, or one tool of
+    a tool change. Selecting it shows its entry."""
 
     entry: Entry
     label: Text
@@ -155,8 +154,7 @@ class TrajectoryTree(Tree[NodeData]):
         if isinstance(subject, ToolCallItem):
             return self.model.result_of(entry) is not None
         if isinstance(subject, ContextItem):
-            added, removed = context_names(subject)
-            return bool(added or removed)
+            return subject.is_tool_change
         return False
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
@@ -196,12 +194,8 @@ class TrajectoryTree(Tree[NodeData]):
             if result is not None:
                 self._add(node, result)
         elif isinstance(subject, ContextItem):
-            added, removed = context_names(subject)
-            for name in added:
-                label = name_label("+", "green", name)
-                node.add_leaf(label, data=Part(entry, label))
-            for name in removed:
-                label = name_label("−", "red", name)
+            for tool in self.model.changed_tools(subject):
+                label = changed_tool_label(tool)
                 node.add_leaf(label, data=Part(entry, label))
 
     def action_toggle_expand_all(self) -> None:

@@ -36,7 +36,8 @@ from app.session.outline import (
 )
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
-from app.session.view import HeaderItem, Item, Step, ToolResultItem, Turn, item_of
+from app.session.tool_changes import ChangedTool, changed_tools
+from app.session.view import ContextItem, HeaderItem, Item, Step, ToolResultItem, Turn, item_of
 from app.ui.widgets.trajectory_model import (
     KINDS,
     Entry,
@@ -359,6 +360,9 @@ class IndexedTrajectory:
 
     def result_of(self, entry: Entry) -> Entry | None:
         return self.segment(self.segment_number(entry.seq)).result_of(entry)
+
+    def changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
+        return changed_tools(self._chain, item)
 
 
 def _item_at(line: bytes) -> Item | None:

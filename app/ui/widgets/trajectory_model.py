@@ -38,6 +38,7 @@ from app.session.view import (
     Turn,
     UserItem,
 )
+from app.session.tool_changes import ChangedTool, changed_tools
 from app.terminal import json_text, printable_line
 
 # --- kinds and filters ---------------------------------------------------------------------------
@@ -335,6 +336,12 @@ class TrajectoryModel:
         seq = self._calls.get(subject.call_id)
         return self.by_seq.get(seq) if seq is not None else None
 
+    def changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
+        """What a tool change changed, from the headers of the chat's session (its view reads the
+        session's chain)."""
+        assert self.view is not None
+        return changed_tools(self.view.chain, item)  # type: ignore[attr-defined]
+
     def result_of(self, entry: Entry) -> Entry | None:
         subject = entry.subject
         if not isinstance(subject, ToolCallItem) or entry.step is None:
@@ -538,18 +545,18 @@ def _context_summary(item: ContextItem) -> str:
     return _("ⓘ {notice}").format(notice=instructions_notice())
 
 
-def context_names(item: ContextItem) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names a multi-tool change lists (added, removed); empty when the summary names the tool."""
-    message = item.message
-    if not isinstance(message, ToolRegistryUpdate):
-        return (), ()
-    notice = tool_change_notice(message)
-    return (notice.added, notice.removed) if notice.names else ((), ())
+def changed_tool_label(tool: ChangedTool) -> Text:
+    """One tool of a tool change: `+ name · source · description` (`−` for a removed one), the
+    sign in its colour, the name and description as the log has them."""
+    from app.tools.sources import tool_source
 
-
-def name_label(sign: str, style: str, name: str) -> Text:
-    """One name of a multi-tool change's list: `+ name` or `− name`, the sign in `style`."""
-    return Text(f"{sign} ", style=style).append(_clip(name))
+    sign, style = ("+", "green") if tool.added else ("−", "red")
+    label = Text(f"{sign} ", style=style).append(_clip(tool.name))
+    label.append(" · " + tool_source(tool.name), style="dim")
+    if tool.description:
+        label.append(" · ")
+        label.append(_clip(tool.description))
+    return label
 
 
 def search_text(entry: Entry) -> str:

@@ -93,21 +93,34 @@ async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(sess
         assert screen.selected_request is not None and screen.selected_request.index == 2
 
 
-async def test_a_multi_tool_change_expands_to_its_names_added_and_removed_apart(session) -> None:
+async def test_every_tool_change_expands_to_each_tool_with_its_source_and_description(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        swap = next(e for e in screen.model.entries if entry_label(e).plain == "ⓘ 1 tool added, 1 removed")
-        assert screen.go_to(swap)
         tree = screen.query_one(TrajectoryTree)
-        assert tree.cursor_node.allow_expand and not tree.cursor_node.children
-        await pilot.press("space")
-        await pilot.pause()
-        names = [child.label.plain for child in tree.cursor_node.children]
-        assert names == ["+ lab__late", "− lab__echo"]
-        assert all(isinstance(child.data, Part) for child in tree.cursor_node.children)
-        single = next(e for e in screen.model.entries if entry_label(e).plain == "ⓘ Tool added: calculate")
-        screen.go_to(single)
-        assert not tree.cursor_node.allow_expand
+        expected = {
+            "ⓘ 1 tool added, 1 removed": [
+                "+ lab__late · MCP server lab · Appears after swap_tools; doubles n.",
+                "− lab__echo · MCP server lab · Return the text unchanged.",
+            ],
+            "ⓘ Tool added: calculate": ["+ calculate · plugin calculator · Evaluate an arithmetic expression"],
+            "ⓘ 2 tools added": ["+ current_time · plugin clock · Get the current date", "+ convert_time · plugin clock"],
+            "ⓘ 8 tools removed": [
+                "− lab__pid · MCP server lab · The server's process id.",
+                *["− lab__"] * 6,
+                "− lab__late · MCP server lab · Appears after swap_tools; doubles n.",
+            ],
+        }
+        for summary, lines in expected.items():
+            change = next(e for e in screen.model.entries if entry_label(e).plain == summary)
+            assert screen.go_to(change)
+            assert tree.cursor_node.allow_expand and not tree.cursor_node.children
+            await pilot.press("space")
+            await pilot.pause()
+            shown = [child.label.plain for child in tree.cursor_node.children]
+            assert len(shown) == len(lines) and all(
+                label.startswith(line) for label, line in zip(shown, lines, strict=True)
+            ), shown
+            assert all(isinstance(child.data, Part) for child in tree.cursor_node.children)
 
 
 async def test_the_mouse_expands_and_selects(session) -> None:
