@@ -236,6 +236,7 @@ class TrajectoryScreen(Screen[None]):
         self._tree.rebuild(self.kinds)
         self._list.rebuild(self.kinds)
         self._show_mode()
+        self._tree.show_latest_turn()
         self._show_title()
 
     def _advanced(self, event: Envelope | None) -> None:

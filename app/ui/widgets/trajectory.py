@@ -103,6 +103,28 @@ class TrajectoryTree(Tree[NodeData]):
         if self.root.children:
             self.move_cursor(self.root.children[0])
 
+    def show_latest_turn(self) -> None:
+        """The cursor on the latest turn the filter shows, with it and its steps expanded (its
+        requests, context nodes and tool calls in view), as a transcript or `less +G` opens at the
+        end; Home goes to the first row. Nothing moves when no turn shows."""
+        turn = self.model.latest_turn(self.kinds)
+        if turn is None or not self.reveal(turn):
+            return
+        node = self._by_entry[turn.seq]
+        self.load(node)
+        node.expand()
+        for child in node.children:
+            if isinstance(child.data, Entry) and isinstance(child.data.subject, Step):
+                self.load(child)
+                child.expand()
+        self._tree_lines  # noqa: B018  (lays the lines out now, so the nodes have their lines)
+        last = node
+        while last.is_expanded and last.children:
+            last = last.children[-1]
+        # Its end in view, then its start: the start wins when the turn is taller than the view.
+        self.scroll_to_line(last.line, animate=False)
+        self.scroll_to_node(node, animate=False)
+
     def add_entries(self, entries: list[Entry]) -> None:
         """Entries the live session gained: each goes where it belongs if that place is built;
         otherwise it is built with its parent, on expand."""

@@ -39,7 +39,7 @@ from app.session.view import (
     UserItem,
 )
 from app.session.tool_changes import ChangedTool, changed_tools
-from app.terminal import json_text, printable_line
+from app.terminal import first_line, json_text, printable_line
 
 # --- kinds and filters ---------------------------------------------------------------------------
 
@@ -295,6 +295,11 @@ class TrajectoryModel:
             return any(by_seq[item.seq].shown(kinds) for item in subject.items)
         return entry.shown(kinds)
 
+    def latest_turn(self, kinds: frozenset[str]) -> Entry | None:
+        """The last turn that shows something under `kinds`."""
+        turns = (entry for entry in reversed(self.entries) if isinstance(entry.subject, Turn))
+        return next((entry for entry in turns if self.visible(entry, kinds)), None)
+
     def find(self, kind: str, seq: int, direction: int, kinds: frozenset[str]) -> Entry | None:
         """The next (or previous) shown event of `kind` after (before) `seq`."""
         candidates = [entry for entry in self.entries if kind in entry.kinds and entry.shown(kinds)]
@@ -386,6 +391,9 @@ def _within(span: Turn | Step, seq: int) -> bool:
 
 LABEL_LIMIT = 240
 """Characters of untrusted text in a one-line label; the detail pane has the rest."""
+PROMPT_CELLS = 50
+"""Cells of a turn's row given to the start of its prompt: the row says what the turn was about and
+leaves the tree's width to the rows under it (the user message's row has the rest)."""
 
 
 def _clip(text: str) -> str:
@@ -405,10 +413,12 @@ def _styled(prefix: str, style: str, rest: str = "") -> Text:
 def entry_label(entry: Entry) -> Text:
     subject = entry.subject
     if isinstance(subject, Turn):
-        label = _("Turn {n}").format(n=subject.number)
-        if subject.end_reason not in (None, "completed"):
-            label += " · " + _end_reason(subject.end_reason)
-        return Text(label, style="bold")
+        label = Text(_turn_heading(subject), style="bold")
+        prompt = next((item.text for item in subject.items if isinstance(item, UserItem)), "")
+        if prompt:
+            label.append(" · ")
+            label.append(first_line(prompt, PROMPT_CELLS))
+        return label
     if isinstance(subject, Step):
         return Text(_("Step {n}").format(n=subject.number), style="dim")
     if isinstance(subject, UserItem):
@@ -528,6 +538,14 @@ def answer_label(item: AssistantItem) -> Text:
     return _styled(_("Answer:"), "bold", item.text)
 
 
+def _turn_heading(turn: Turn) -> str:
+    """"Turn 3", and how it ended when that is worth a word."""
+    heading = _("Turn {n}").format(n=turn.number)
+    if turn.end_reason not in (None, "completed"):
+        heading += " · " + _end_reason(turn.end_reason)
+    return heading
+
+
 def _end_reason(reason: str) -> str:
     reasons = {
         "aborted": _("cancelled"),
@@ -562,7 +580,9 @@ def changed_tool_label(tool: ChangedTool) -> Text:
 def search_text(entry: Entry) -> str:
     """Everything a search should find in the entry (its whole text, not the clipped label)."""
     subject = entry.subject
-    if isinstance(subject, (Turn, Step)):
+    if isinstance(subject, Turn):
+        return _turn_heading(subject)  # its prompt is its user message's, found there
+    if isinstance(subject, Step):
         return entry_label(entry).plain
     if isinstance(subject, UserItem):
         return subject.text
