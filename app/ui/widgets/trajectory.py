@@ -125,6 +125,23 @@ class TrajectoryTree(Tree[NodeData]):
         self.scroll_to_line(last.line, animate=False)
         self.scroll_to_node(node, animate=False)
 
+    def expanded_entries(self) -> list[Entry]:
+        """The entries whose nodes are expanded, in log order (`expand_entries` opens them again)."""
+        return sorted(
+            (node.data for node in self._by_entry.values() if node.is_expanded and isinstance(node.data, Entry)),
+            key=lambda entry: entry.seq,
+        )
+
+    def expand_entries(self, entries: list[Entry]) -> None:
+        """Expand the nodes of `entries` the filter still shows, with the way to each: a filter
+        applied again (the classification behind a large file's trajectory) leaves open what was."""
+        for entry in entries:
+            node = self.node_for(entry)
+            while node is not None and node is not self.root:
+                self.load(node)
+                node.expand()
+                node = node.parent
+
     def add_entries(self, entries: list[Entry]) -> None:
         """Entries the live session gained: each goes where it belongs if that place is built;
         otherwise it is built with its parent, on expand."""

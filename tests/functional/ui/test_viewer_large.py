@@ -181,9 +181,18 @@ async def test_a_large_session_opens_on_its_latest_turn_expanded_and_home_goes_t
         tree = screen.query_one(TrajectoryTree)
         label = tree.cursor_node.label.plain
         assert label.startswith(f"Turn {latest.subject.number} · ") and prompt.startswith(label.split(" · ")[-1].removesuffix("…"))
-        rows = [line.strip() for line in text_in(screen_rows(pilot.app), tree.content_region).splitlines()]
-        at = next(index for index, row in enumerate(rows) if row.endswith(label))
-        assert requests and all(any(request in row for row in rows[at:]) for request in requests)
+
+        def latest_turn_shown() -> bool:
+            rows = [line.strip() for line in text_in(screen_rows(pilot.app), tree.content_region).splitlines()]
+            at = next((index for index, row in enumerate(rows) if row.endswith(label)), None)
+            return at is not None and all(any(request in row for row in rows[at:]) for request in requests)
+
+        assert requests and latest_turn_shown()
+        # The classification behind the trajectory applies the filter again: what was open stays open.
+        await pilot.app.workers.wait_for_complete()
+        await until(pilot, lambda: "finding errors" not in title(screen))
+        await pilot.pause()
+        assert tree.cursor_node.label.plain == label and latest_turn_shown()
         await pilot.press("home")
         assert tree.cursor_line == 0 and tree.cursor_node.label.plain == "Turns 1–100"
 
