@@ -67,6 +67,25 @@ def printable_line(text: str) -> str:
     return printable(text).replace("\n", "↵")
 
 
+def first_line(text: str, cells: int) -> str:
+    """The first line of `text`, printable, in at most `cells` terminal cells (a wide character,
+    CJK say, takes two); `…` ends it when anything was left out, the lines after it included."""
+    from rich.cells import cell_len
+
+    head, newline, _rest = text.strip().partition("\n")
+    bound = 4 * cells  # enough characters for `cells` cells once escape sequences are removed
+    line = printable_line(head[:bound])
+    if not newline and len(head) <= bound and cell_len(line) <= cells:
+        return line
+    kept, used = [], 0
+    for char in line:
+        used += cell_len(char)
+        if used > cells - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
+
+
 def json_text(value: Any, **options: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, **options)` with what a terminal would act on or
     reorder escaped; still valid JSON meaning the same (those characters only occur in strings)."""

@@ -455,6 +455,11 @@ class IndexedView:
             self._tail_state = self._state_at(len(self._chain), keep=False)
         return self._tail_state
 
+    @property
+    def chain(self) -> Chain:
+        """The events read: a reader of single lines (a tool change's headers) reads them here."""
+        return self._chain
+
     # --- the SessionView interface -----------------------------------------------------------------
 
     @property

@@ -69,6 +69,10 @@ class SessionFileSource:
         if trajectory.last_seq < CHECK_AT_ONCE:
             trajectory.check()
             trajectory.classify()
+        # The last turn, where the screen opens, is folded here rather than on the interface's
+        # thread: in a file never folded that means the checkpoints up to it too (seconds on a
+        # million events).
+        trajectory.segment(trajectory.segment_number(trajectory.last_seq))
         return trajectory
 
     def validate(self, progress: Callable[[int, int], None]) -> None:

@@ -236,6 +236,7 @@ class TrajectoryScreen(Screen[None]):
         self._tree.rebuild(self.kinds)
         self._list.rebuild(self.kinds)
         self._show_mode()
+        self._tree.show_latest_turn()
         self._show_title()
 
     def _advanced(self, event: Envelope | None) -> None:
@@ -358,13 +359,19 @@ class TrajectoryScreen(Screen[None]):
 
     def set_kinds(self, kinds: frozenset[str]) -> None:
         entry = self.current_entry
+        tree = self._tree
+        expanded, row = tree.expanded_entries(), tree.cursor_line - round(tree.scroll_offset.y)
         self.kinds = kinds
-        self._tree.rebuild(kinds)
+        tree.rebuild(kinds)
+        tree.expand_entries(expanded)
         self._list.rebuild(kinds)
         if entry is not None and not self.go_to(entry):
             nearest = self.model.nearest(entry.seq, kinds)
             if nearest is not None:
                 self.go_to(nearest)
+        if not self.flat:
+            # The cursor's row where it was on the screen, and with it what was around it.
+            tree.scroll_to(y=max(tree.cursor_line - row, 0), animate=False, immediate=True)
         if self._query:
             self._search(self._query)
         self._show_detail(self.current_entry)

@@ -1,11 +1,13 @@
 """A developer message: the tool change or instructions update the model was told about.
 
-One change names the tool; several give the counts, with the names (added and removed apart) in a
-list that Enter or a click expands. Worded by `tool_change_notice`, exactly as `toolscope run`.
+One change names the tool; several give the counts. Enter or a click expands either to each tool
+(added, then removed) with its source and its description, read from the session's headers when
+first expanded. Worded by `tool_change_notice`, exactly as `toolscope run`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -22,6 +24,7 @@ from app.ui.widgets.block import Block, ExpandsOnClick
 if TYPE_CHECKING:
     from app.session import structs
     from app.session.events import InstructionsUpdate, ToolRegistryUpdate
+    from app.session.tool_changes import ChangedTool
 
 
 class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
@@ -37,6 +40,7 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
         &.-expanded > .names { display: block; }
         & > .added { color: $success; }
         & > .removed { color: $error; }
+        & > .description { color: $text-muted; padding-left: 4; }
     }
     """
     BINDINGS = [("enter", "toggle", N_("Expand"))]
@@ -44,6 +48,7 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
     def __init__(self, block: ContextBlock) -> None:
         super().__init__(classes="-expanded" if block.expanded else "")
         self.block = block
+        self._shown_tools = False
 
     def compose(self) -> ComposeResult:
         message = self.block.message
@@ -51,30 +56,57 @@ class ContextNode(ExpandsOnClick, Vertical, can_focus=True):
             yield Static(literal(_("ⓘ {notice}").format(notice=instructions_notice())), classes="summary")
             yield Static(literal(message.text), classes="names")
             return
-        notice = tool_change_notice(message)
-        yield Static(self._summary(notice.summary), classes="summary")
-        for name in notice.added if notice.names else ():
-            yield Static(literal(f"+ {name}"), classes="names added")
-        for name in notice.removed if notice.names else ():
-            yield Static(literal(f"− {name}"), classes="names removed")
+        yield Static(self._summary(tool_change_notice(message).summary), classes="summary")
+        if self.block.expanded:
+            yield from self._tool_widgets()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """Expand is offered only where there is something to show."""
+        return self.block.expandable if action == "toggle" else True
+
+    def _tool_widgets(self) -> list[Static]:
+        """A line per changed tool, its source beside it, its description under it."""
+        from app.tools.sources import tool_source
+
+        self._shown_tools = True
+        lines = []
+        for tool in self.block.tools:
+            sign, kind = ("+", "added") if tool.added else ("−", "removed")
+            lines.append(
+                Static(
+                    literal(_("{sign} {name} · {source}").format(sign=sign, name=tool.name, source=tool_source(tool.name))),
+                    classes=f"names {kind}",
+                )
+            )
+            if tool.description:
+                lines.append(Static(literal(tool.description), classes="names description"))
+        return lines
 
     def _summary(self, summary: str) -> Content:
         if not self.block.expandable:
             return literal(_("ⓘ {notice}").format(notice=summary))
-        marker = "▼" if self.has_class("-expanded") else "▶"
+        marker = "▼" if self.block.expanded else "▶"
         return literal(_("{marker} {notice}").format(marker=marker, notice=summary))
 
     def refresh_from_block(self) -> None:
         self.set_class(self.block.expanded, "-expanded")
         item = self.block.item
-        summary = tool_change_notice(self.block.message).summary if item.is_tool_change else instructions_notice()
+        if item.is_tool_change:
+            summary = tool_change_notice(self.block.message).summary
+            if self.block.expanded and not self._shown_tools:
+                self.mount_all(self._tool_widgets())
+        else:
+            summary = instructions_notice()
         self.query_one(".summary", Static).update(self._summary(summary))
 
 
 class ContextBlock(Block):
-    def __init__(self, item: ContextItem) -> None:
+    def __init__(self, item: ContextItem, tools: Callable[[ContextItem], tuple[ChangedTool, ...]]) -> None:
+        """`tools` reads what a tool change changed (`changed_tools` over the session's chain)."""
         self.item = item
         self.expanded = False
+        self._read_tools = tools
+        self._tools: tuple[ChangedTool, ...] | None = None
 
     @property
     def message(self) -> ToolRegistryUpdate | InstructionsUpdate | structs.ToolRegistryUpdate | structs.InstructionsUpdate:
@@ -82,11 +114,15 @@ class ContextBlock(Block):
         return stored_part(self.item, "message")  # type: ignore[no-any-return]
 
     @property
+    def tools(self) -> tuple[ChangedTool, ...]:
+        """Each tool the change added or removed, with its description: read once, when first shown."""
+        if self._tools is None:
+            self._tools = self._read_tools(self.item)
+        return self._tools
+
+    @property
     def expandable(self) -> bool:
-        message = self.message
-        if self.item.is_tool_change:
-            return bool(tool_change_notice(message).names)
-        return bool(message.text)
+        return self.item.is_tool_change or bool(self.message.text)
 
     def build(self) -> ContextNode:
         return ContextNode(self)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
     from app.session.indexed import IndexedView, TurnBounds
-    from app.session.view import Item
+    from app.session.tool_changes import ChangedTool
+    from app.session.view import ContextItem, Item
     from app.ui.widgets.assistant_message import AssistantBlock
     from app.ui.widgets.tool_call import ToolCallBlock
 
@@ -321,7 +322,7 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
         if isinstance(entry, ContextItem):
             from app.ui.widgets.context_node import ContextBlock
 
-            return [ContextBlock(entry)]
+            return [ContextBlock(entry, self._changed_tools)]
         if isinstance(entry, RequestErrorItem):
             from app.ui.widgets.failure_nodes import ErrorBlock
 
@@ -333,6 +334,13 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
         if isinstance(entry, SummaryItem):
             return [CompactionBlock(entry)]
         return []  # a request header is not a node: the status line shows it
+
+    def _changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
+        """What a tool change changed, read from the headers of the session shown."""
+        from app.session.tool_changes import changed_tools
+
+        session = self.app.session  # type: ignore[attr-defined]
+        return changed_tools(session.chain, item) if session is not None else ()
 
     def _call_block(self, call_id: str, name: str, arguments: str) -> ToolCallBlock:
         """The block of a tool call, which holds it as msgspec's Struct whether it was read from a

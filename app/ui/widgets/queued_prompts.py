@@ -7,11 +7,10 @@ edit it (or to delete it); a cancelled turn keeps the queue.
 
 from __future__ import annotations
 
-from rich.cells import cell_len
 from textual.widgets import Static
 
 from app.i18n import _, ngettext
-from app.terminal import printable_line
+from app.terminal import first_line
 from app.ui.text import literal
 
 
@@ -66,15 +65,5 @@ class QueuedPrompts(Static):
                 len(prompts),
             ).format(count=len(prompts))
         ]
-        lines += [_("› {prompt}").format(prompt=_first_line(prompt, self.WIDTH)) for prompt in prompts]
+        lines += [_("› {prompt}").format(prompt=first_line(prompt, self.WIDTH)) for prompt in prompts]
         self.update(literal("\n".join(lines)))
-
-
-def _first_line(prompt: str, width: int) -> str:
-    line = printable_line(prompt.strip().split("\n", 1)[0])
-    more = "\n" in prompt.strip()
-    if cell_len(line) > width:
-        while cell_len(line) > width - 1:
-            line = line[:-1]
-        more = True
-    return line + ("…" if more else "")

@@ -26,18 +26,17 @@ from app.ui.widgets.trajectory_model import (
     Entry,
     TurnGroup,
     answer_label,
-    context_names,
+    changed_tool_label,
     entry_label,
     highlighted,
-    name_label,
     reasoning_label,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """A piece of an entry with a node of its own: a request's reasoning or answer, or one name in
-    a multi-tool change's list. Selecting it shows its entry."""
+    """A piece of an entry with a node of its own: a request's reasoning or answer, or one tool of
+    a tool change. Selecting it shows its entry."""
 
     entry: Entry
     label: Text
@@ -104,6 +103,45 @@ class TrajectoryTree(Tree[NodeData]):
         if self.root.children:
             self.move_cursor(self.root.children[0])
 
+    def show_latest_turn(self) -> None:
+        """The cursor on the latest turn the filter shows, with it and its steps expanded (its
+        requests, context nodes and tool calls in view), as a transcript or `less +G` opens at the
+        end; Home goes to the first row. Nothing moves when no turn shows."""
+        turn = self.model.latest_turn(self.kinds)
+        if turn is None or not self.reveal(turn):
+            return
+        node = self._by_entry[turn.seq]
+        self.load(node)
+        node.expand()
+        for child in node.children:
+            if isinstance(child.data, Entry) and isinstance(child.data.subject, Step):
+                self.load(child)
+                child.expand()
+        self._tree_lines  # noqa: B018  (lays the lines out now, so the nodes have their lines)
+        last = node
+        while last.is_expanded and last.children:
+            last = last.children[-1]
+        # Its end in view, then its start: the start wins when the turn is taller than the view.
+        self.scroll_to_line(last.line, animate=False)
+        self.scroll_to_node(node, animate=False)
+
+    def expanded_entries(self) -> list[Entry]:
+        """The entries whose nodes are expanded, in log order (`expand_entries` opens them again)."""
+        return sorted(
+            (node.data for node in self._by_entry.values() if node.is_expanded and isinstance(node.data, Entry)),
+            key=lambda entry: entry.seq,
+        )
+
+    def expand_entries(self, entries: list[Entry]) -> None:
+        """Expand the nodes of `entries` the filter still shows, with the way to each: a filter
+        applied again (the classification behind a large file's trajectory) leaves open what was."""
+        for entry in entries:
+            node = self.node_for(entry)
+            while node is not None and node is not self.root:
+                self.load(node)
+                node.expand()
+                node = node.parent
+
     def add_entries(self, entries: list[Entry]) -> None:
         """Entries the live session gained: each goes where it belongs if that place is built;
         otherwise it is built with its parent, on expand."""
@@ -155,8 +193,7 @@ class TrajectoryTree(Tree[NodeData]):
         if isinstance(subject, ToolCallItem):
             return self.model.result_of(entry) is not None
         if isinstance(subject, ContextItem):
-            added, removed = context_names(subject)
-            return bool(added or removed)
+            return subject.is_tool_change
         return False
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[NodeData]) -> None:
@@ -196,12 +233,8 @@ class TrajectoryTree(Tree[NodeData]):
             if result is not None:
                 self._add(node, result)
         elif isinstance(subject, ContextItem):
-            added, removed = context_names(subject)
-            for name in added:
-                label = name_label("+", "green", name)
-                node.add_leaf(label, data=Part(entry, label))
-            for name in removed:
-                label = name_label("−", "red", name)
+            for tool in self.model.changed_tools(subject):
+                label = changed_tool_label(tool)
                 node.add_leaf(label, data=Part(entry, label))
 
     def action_toggle_expand_all(self) -> None:

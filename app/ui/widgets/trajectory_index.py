@@ -16,7 +16,7 @@ import json
 import re
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,7 +36,8 @@ from app.session.outline import (
 )
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
-from app.session.view import HeaderItem, Item, Step, ToolResultItem, Turn, item_of
+from app.session.tool_changes import ChangedTool, changed_tools
+from app.session.view import ContextItem, HeaderItem, Item, Step, ToolResultItem, Turn, item_of
 from app.ui.widgets.trajectory_model import (
     KINDS,
     Entry,
@@ -138,6 +139,8 @@ class IndexedTrajectory:
         return start, stop
 
     def segment(self, number: int) -> TrajectoryModel:
+        """The model holding segment `number`'s rows (it may hold its neighbours' too: see
+        `_fold_segments`)."""
         cached = self._segments.get(number)
         if cached is not None:
             self._segments.move_to_end(number)
@@ -149,15 +152,40 @@ class IndexedTrajectory:
             model = TrajectoryModel()
             for seq in range(start, stop):
                 model.add_unreadable(seq, str(error))
+        self._keep(model, number, number + 1)
+        return model
+
+    def _fold_segments(self, first: int, stop: int) -> None:
+        """Segments `first..stop-1` folded in one pass into one model, kept as each one's: a group
+        of turns built at once (the latest one's, where the viewer opens) would otherwise seed a
+        fold from the checkpoints and read the events before it again for every turn. When the run
+        does not fold whole, each segment is left to `segment`, which tells its own fault."""
+        if stop - first < 2:
+            return
+        try:
+            model = self._fold(self._bounds(first)[0], self._bounds(stop - 1)[1])
+        except (SessionError, OSError):
+            return
+        self._keep(model, first, stop)
+
+    def _keep(self, model: TrajectoryModel, first: int, stop: int) -> None:
+        start, end = self._bounds(first)[0], self._bounds(stop - 1)[1]
         # Every line a row is counted for has one, even one the reducer makes nothing of (a step
         # outside any turn: the validation names it).
-        for seq in _positions(self._chain.types, ENTRY_CODES, start, stop):
+        for seq in _positions(self._chain.types, ENTRY_CODES, start, end):
             if seq not in model.by_seq:
                 model.add_unreadable(seq, _("not part of any turn the log opened"))
-        self._segments[number] = model
-        if len(self._segments) > SEGMENT_CACHE:
+        for number in range(first, stop):
+            self._segments[number] = model
+            self._segments.move_to_end(number)
+        while len(self._segments) > SEGMENT_CACHE:
             self._segments.popitem(last=False)
-        return model
+
+    def _segment_entries(self, number: int) -> list[Entry]:
+        entries = self.segment(number).entries
+        start, stop = self._bounds(number)
+        first = bisect_left(entries, start, key=lambda entry: entry.seq)
+        return entries[first : bisect_left(entries, stop, first, key=lambda entry: entry.seq)]
 
     def _fold(self, start: int, stop: int) -> TrajectoryModel:
         """Events `start..stop-1` folded onto the state before them; a line that does not parse
@@ -208,7 +236,7 @@ class IndexedTrajectory:
 
     def top_level(self, kinds: frozenset[str]) -> list[Entry | TurnGroup]:
         found: list[Entry | TurnGroup] = [
-            entry for entry in self.segment(0).entries if is_top_level(entry) and entry.shown(kinds)
+            entry for entry in self._segment_entries(0) if is_top_level(entry) and entry.shown(kinds)
         ]
         span = self.top_span
         if span is None:
@@ -247,14 +275,22 @@ class IndexedTrajectory:
         """Turns `first..stop-1` that show something, each followed by what its segment holds after
         the turn's end (a top-level event)."""
         found: list[Entry | TurnGroup] = []
-        for number in range(first + 1, stop + 1):
-            start, end = self._bounds(number)
-            if not self._shows(start, end, kinds):
-                continue
-            for entry in self.segment(number).entries:
+        shown = [number for number in range(first + 1, stop + 1) if self._shows(*self._bounds(number), kinds)]
+        unfolded = [number for number in shown if number not in self._segments]
+        if unfolded:
+            self._fold_segments(unfolded[0], unfolded[-1] + 1)
+        for number in shown:
+            for entry in self._segment_entries(number):
                 if is_top_level(entry) and self.visible(entry, kinds):
                     found.append(entry)
         return found
+
+    def latest_turn(self, kinds: frozenset[str]) -> Entry | None:
+        """The last turn that shows something under `kinds` (its segment folded, no other)."""
+        for number in range(len(self._turn_starts), 0, -1):
+            if self._shows(*self._bounds(number), kinds):
+                return self.by_seq.get(self._turn_starts[number - 1])
+        return None
 
     def find(self, kind: str, seq: int, direction: int, kinds: frozenset[str]) -> Entry | None:
         codes = bytes(code for code in KIND_CODES[kind] if KINDS_OF_CODE[code] & kinds)
@@ -359,6 +395,9 @@ class IndexedTrajectory:
 
     def result_of(self, entry: Entry) -> Entry | None:
         return self.segment(self.segment_number(entry.seq)).result_of(entry)
+
+    def changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
+        return changed_tools(self._chain, item)
 
 
 def _item_at(line: bytes) -> Item | None:

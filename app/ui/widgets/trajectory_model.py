@@ -38,7 +38,8 @@ from app.session.view import (
     Turn,
     UserItem,
 )
-from app.terminal import json_text, printable_line
+from app.session.tool_changes import ChangedTool, changed_tools
+from app.terminal import first_line, json_text, printable_line
 
 # --- kinds and filters ---------------------------------------------------------------------------
 
@@ -294,6 +295,11 @@ class TrajectoryModel:
             return any(by_seq[item.seq].shown(kinds) for item in subject.items)
         return entry.shown(kinds)
 
+    def latest_turn(self, kinds: frozenset[str]) -> Entry | None:
+        """The last turn that shows something under `kinds`."""
+        turns = (entry for entry in reversed(self.entries) if isinstance(entry.subject, Turn))
+        return next((entry for entry in turns if self.visible(entry, kinds)), None)
+
     def find(self, kind: str, seq: int, direction: int, kinds: frozenset[str]) -> Entry | None:
         """The next (or previous) shown event of `kind` after (before) `seq`."""
         candidates = [entry for entry in self.entries if kind in entry.kinds and entry.shown(kinds)]
@@ -334,6 +340,12 @@ class TrajectoryModel:
             return None
         seq = self._calls.get(subject.call_id)
         return self.by_seq.get(seq) if seq is not None else None
+
+    def changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
+        """What a tool change changed, from the headers of the chat's session (its view reads the
+        session's chain)."""
+        assert self.view is not None
+        return changed_tools(self.view.chain, item)  # type: ignore[attr-defined]
 
     def result_of(self, entry: Entry) -> Entry | None:
         subject = entry.subject
@@ -379,6 +391,9 @@ def _within(span: Turn | Step, seq: int) -> bool:
 
 LABEL_LIMIT = 240
 """Characters of untrusted text in a one-line label; the detail pane has the rest."""
+PROMPT_CELLS = 50
+"""Cells of a turn's row given to the start of its prompt: the row says what the turn was about and
+leaves the tree's width to the rows under it (the user message's row has the rest)."""
 
 
 def _clip(text: str) -> str:
@@ -398,10 +413,12 @@ def _styled(prefix: str, style: str, rest: str = "") -> Text:
 def entry_label(entry: Entry) -> Text:
     subject = entry.subject
     if isinstance(subject, Turn):
-        label = _("Turn {n}").format(n=subject.number)
-        if subject.end_reason not in (None, "completed"):
-            label += " · " + _end_reason(subject.end_reason)
-        return Text(label, style="bold")
+        label = Text(_turn_heading(subject), style="bold")
+        prompt = next((item.text for item in subject.items if isinstance(item, UserItem)), "")
+        if prompt:
+            label.append(" · ")
+            label.append(first_line(prompt, PROMPT_CELLS))
+        return label
     if isinstance(subject, Step):
         return Text(_("Step {n}").format(n=subject.number), style="dim")
     if isinstance(subject, UserItem):
@@ -521,6 +538,14 @@ def answer_label(item: AssistantItem) -> Text:
     return _styled(_("Answer:"), "bold", item.text)
 
 
+def _turn_heading(turn: Turn) -> str:
+    """"Turn 3", and how it ended when that is worth a word."""
+    heading = _("Turn {n}").format(n=turn.number)
+    if turn.end_reason not in (None, "completed"):
+        heading += " · " + _end_reason(turn.end_reason)
+    return heading
+
+
 def _end_reason(reason: str) -> str:
     reasons = {
         "aborted": _("cancelled"),
@@ -538,24 +563,26 @@ def _context_summary(item: ContextItem) -> str:
     return _("ⓘ {notice}").format(notice=instructions_notice())
 
 
-def context_names(item: ContextItem) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names a multi-tool change lists (added, removed); empty when the summary names the tool."""
-    message = item.message
-    if not isinstance(message, ToolRegistryUpdate):
-        return (), ()
-    notice = tool_change_notice(message)
-    return (notice.added, notice.removed) if notice.names else ((), ())
+def changed_tool_label(tool: ChangedTool) -> Text:
+    """One tool of a tool change: `+ name · source · description` (`−` for a removed one), the
+    sign in its colour, the name and description as the log has them."""
+    from app.tools.sources import tool_source
 
-
-def name_label(sign: str, style: str, name: str) -> Text:
-    """One name of a multi-tool change's list: `+ name` or `− name`, the sign in `style`."""
-    return Text(f"{sign} ", style=style).append(_clip(name))
+    sign, style = ("+", "green") if tool.added else ("−", "red")
+    label = Text(f"{sign} ", style=style).append(_clip(tool.name))
+    label.append(" · " + tool_source(tool.name), style="dim")
+    if tool.description:
+        label.append(" · ")
+        label.append(_clip(tool.description))
+    return label
 
 
 def search_text(entry: Entry) -> str:
     """Everything a search should find in the entry (its whole text, not the clipped label)."""
     subject = entry.subject
-    if isinstance(subject, (Turn, Step)):
+    if isinstance(subject, Turn):
+        return _turn_heading(subject)  # its prompt is its user message's, found there
+    if isinstance(subject, Step):
         return entry_label(entry).plain
     if isinstance(subject, UserItem):
         return subject.text

@@ -37,7 +37,7 @@ from tests.functional.ui.chat_support import (
     type_text,
     until,
 )
-from tests.support.screen import screen_cells
+from tests.support.screen import screen_cells, screen_rows, text_in
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -72,7 +72,7 @@ def test_switching_a_plugin_on_gives_the_next_request_a_header_a_developer_messa
             app.registry.enable_plugin("calculator")
             await send(pilot, "use calculate on 6*7")
             assert blocks(app)[:4] == ["UserBlock", "AssistantBlock", "UserBlock", "ContextBlock"]
-            assert str(app.chat.query_one(ContextNode).query_one(".summary").render()) == "ⓘ Tool added: calculate"
+            assert str(app.chat.query_one(ContextNode).query_one(".summary").render()) == "▶ Tool added: calculate"
             calls = [block for block in app.chat.conversation.blocks if isinstance(block, ToolCallBlock)]
             assert [(call.call.name, call.status) for call in calls] == [("calculate", "done")]
 
@@ -114,9 +114,34 @@ def test_an_mcp_server_changing_its_tools_mid_turn_shows_the_context_node(bench)
             assert not node.has_class("-expanded")
             node.focus()
             await pilot.press("enter")
-            assert node.has_class("-expanded")
-            names = [str(widget.render()) for widget in node.query(".names")]
-            assert names == ["+ lab__late", "− lab__echo"]
+            await pilot.pause()
+            shown = " ".join(text_in(screen_rows(app), node.content_region).split())
+            # Each tool, its source, and its description (the removed one's from the header before).
+            assert "+ lab__late · MCP server lab Appears after swap_tools; doubles n." in shown
+            assert "− lab__echo · MCP server lab Return the text unchanged." in shown
+
+    run(scenario())
+
+
+def test_a_single_tool_context_node_expands_to_its_description_and_source(bench) -> None:
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+            app.registry.enable_plugin("calculator")
+            await send(pilot, "use calculate on 6*7")
+            node = app.chat.query_one(ContextNode)
+            node.scroll_visible(top=True, animate=False, immediate=True)
+            await pilot.pause()
+            assert text_in(screen_rows(app), node.content_region).split("\n")[0].strip() == "▶ Tool added: calculate"
+            node.focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            shown = " ".join(text_in(screen_rows(app), node.content_region).split())
+            assert shown.startswith("▼ Tool added: calculate + calculate · plugin calculator Evaluate an arithmetic expression")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert " ".join(text_in(screen_rows(app), node.content_region).split()) == "▶ Tool added: calculate"
 
     run(scenario())
 

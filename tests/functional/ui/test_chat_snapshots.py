@@ -54,11 +54,20 @@ def test_streamed_answer_with_a_tool_call(bench, snap_compare) -> None:
     assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)
 
 
-def test_single_tool_context_node(bench, snap_compare) -> None:
+@pytest.mark.parametrize("expanded", [False, True], ids=["collapsed", "expanded"])
+def test_single_tool_context_node(bench, snap_compare, expanded) -> None:
+    """Expanded: the tool's source and its description."""
+
     async def run_before(pilot) -> None:
         await send(pilot, "hello")
         pilot.app.registry.enable_plugin("calculator")
         await send(pilot, "use calculate on 6*7")
+        if expanded:
+            node = pilot.app.chat.query_one(ContextNode)
+            node.scroll_visible(top=True, animate=False, immediate=True)
+            await pilot.pause()
+            await pilot.click(ContextNode)
+            node.scroll_visible(top=True, animate=False, immediate=True)
         await cursor_blink_off(pilot)
 
     assert snap_compare(bench.app(), terminal_size=SIZE, run_before=run_before)

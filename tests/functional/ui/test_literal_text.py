@@ -161,6 +161,39 @@ def test_a_closing_tag_in_an_mcp_servers_stderr_is_shown_literally_and_the_chat_
     run(scenario())
 
 
+def test_an_mcp_tools_description_in_markup_is_shown_literally_in_its_context_node(bench: Bench) -> None:
+    """The server is stopped between two prompts: the node of the removal expands to the tool's
+    description as the header before it logged it, markup and escapes as the characters they are."""
+    from app.ui.widgets.context_node import ContextNode
+    from tests.support.mcp_servers.hostile_server import DESCRIPTION
+
+    bench.config_lines += [
+        "[mcp.servers.hostile]",
+        f"command = {toml_string(sys.executable)}",
+        f"args = [{toml_string(str(HOSTILE_SERVER))}]",
+        "",
+    ]
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+            await app.registry.stop_mcp_server("hostile")
+            await send(pilot, "thanks")
+            node = app.chat.query_one(ContextNode)
+            node.scroll_visible(top=True, animate=False, immediate=True)
+            node.focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            (shown,) = shown_by(app, [node])
+            assert squashed("− hostile__styled · MCP server hostile") in squashed(shown)
+            assert squashed(printable(DESCRIPTION)) in squashed(shown)
+            assert "[link=https://evil.example]click[/link]" in shown
+            assert app.is_running
+
+    run(scenario())
+
+
 def test_a_click_action_in_an_mcp_servers_stderr_is_text_that_runs_nothing(bench: Bench) -> None:
     # Before: the tag made the word after it clickable, and a click ran `app.quit`.
     add_failing_server(bench, "broken", "[@click=app.quit]quit[/]\n")

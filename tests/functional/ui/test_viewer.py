@@ -35,10 +35,20 @@ from tests.functional.test_export import HOSTILE, crafted_log
 from tests.functional.test_inspect import write_session
 from tests.functional.ui.chat_support import make_bench, send, settle, until
 from tests.functional.ui.viewer_support import SESSION_ID, TOOLSCOPE, trajectory_session
+from tests.support.screen import screen_rows, text_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 SIZE = (120, 34)
+TURNS = [
+    "Turn 1 · hello",
+    "Turn 2 · use calculate on 6*7",
+    "Turn 3 · use read_file on README.md and then use read_file…",
+    "Turn 4 · use lab__swap_tools",
+    "Turn 5 · thanks",
+    "Turn 6 · failed · are you there?",
+]
+"""The rows of the session's turns: each starts its prompt."""
 
 
 @pytest.fixture
@@ -72,16 +82,49 @@ def subject_of(screen: TrajectoryScreen):
 # --- the tree ------------------------------------------------------------------------------------
 
 
+def first_turns(path: Path, turns: int) -> Path:
+    """The session cut after its `turns`-th turn/end: the same log, ended earlier."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    ends = [number for number, line in enumerate(lines) if line.startswith('{"type":"turn/end"')]
+    path.write_text("".join(lines[: ends[turns - 1] + 1]), encoding="utf-8")
+    return path
+
+
+def shown_rows(app) -> list[str]:
+    """The tree's rows as the screen shows them (the tree's part of each line, stripped)."""
+    tree = app.screen.query_one(TrajectoryTree)
+    return [line.strip() for line in text_in(screen_rows(app), tree.content_region).splitlines()]
+
+
+async def test_the_viewer_opens_on_the_latest_turn_with_its_requests_and_context_nodes_shown(session) -> None:
+    """As a transcript or `less +G`: the latest turn expanded with its steps, the cursor on it;
+    Home goes to the first row. Each turn's row starts its prompt."""
+    async with ViewerApp(SessionFileSource.open(first_turns(session, 5))).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        assert tree.cursor_node.label.plain == "Turn 5 · thanks"
+        rows = shown_rows(pilot.app)
+        latest = next(index for index, row in enumerate(rows) if row.endswith("Turn 5 · thanks"))
+        below = rows[latest + 1 :]
+        assert any(row.endswith("User: thanks") for row in below)
+        assert any(row.endswith("ⓘ 8 tools removed") for row in below)
+        assert any("Request 8 · offline/demo" in row for row in below)
+        assert any(row.endswith("Turn 1 · hello") for row in rows[:latest])
+        await pilot.press("home")
+        assert tree.cursor_node.label.plain == "Turn 1 · hello"
+        assert tree.cursor_line == 0
+
+
 async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
-        assert tree_labels(tree) == ["Turn 1", "Turn 2", "Turn 3", "Turn 4", "Turn 5", "Turn 6 · failed"]
-        # Lazy: only the top level exists until a turn is expanded.
-        assert all(not node.children for node in tree.root.children)
-        await pilot.press("down", "space")
+        assert [node.label.plain for node in tree.root.children] == TURNS
+        # Lazy: only the latest turn, opened on, has its rows built.
+        assert all(not node.children for node in tree.root.children[:-1])
+        await pilot.press("home", "down", "space")
         await pilot.pause()
-        assert tree_labels(tree)[1:5] == ["Turn 2", "User: use calculate on 6*7", "Step 1", "Step 2"]
+        assert tree_labels(tree)[1:5] == [TURNS[1], "User: use calculate on 6*7", "Step 1", "Step 2"]
         await pilot.press("down", "down", "space", "down")
         await pilot.pause()
         assert isinstance(subject_of(screen), ContextItem)
@@ -93,21 +136,34 @@ async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(sess
         assert screen.selected_request is not None and screen.selected_request.index == 2
 
 
-async def test_a_multi_tool_change_expands_to_its_names_added_and_removed_apart(session) -> None:
+async def test_every_tool_change_expands_to_each_tool_with_its_source_and_description(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        swap = next(e for e in screen.model.entries if entry_label(e).plain == "ⓘ 1 tool added, 1 removed")
-        assert screen.go_to(swap)
         tree = screen.query_one(TrajectoryTree)
-        assert tree.cursor_node.allow_expand and not tree.cursor_node.children
-        await pilot.press("space")
-        await pilot.pause()
-        names = [child.label.plain for child in tree.cursor_node.children]
-        assert names == ["+ lab__late", "− lab__echo"]
-        assert all(isinstance(child.data, Part) for child in tree.cursor_node.children)
-        single = next(e for e in screen.model.entries if entry_label(e).plain == "ⓘ Tool added: calculate")
-        screen.go_to(single)
-        assert not tree.cursor_node.allow_expand
+        expected = {
+            "ⓘ 1 tool added, 1 removed": [
+                "+ lab__late · MCP server lab · Appears after swap_tools; doubles n.",
+                "− lab__echo · MCP server lab · Return the text unchanged.",
+            ],
+            "ⓘ Tool added: calculate": ["+ calculate · plugin calculator · Evaluate an arithmetic expression"],
+            "ⓘ 2 tools added": ["+ current_time · plugin clock · Get the current date", "+ convert_time · plugin clock"],
+            "ⓘ 8 tools removed": [
+                "− lab__pid · MCP server lab · The server's process id.",
+                *["− lab__"] * 6,
+                "− lab__late · MCP server lab · Appears after swap_tools; doubles n.",
+            ],
+        }
+        for summary, lines in expected.items():
+            change = next(e for e in screen.model.entries if entry_label(e).plain == summary)
+            assert screen.go_to(change)
+            assert tree.cursor_node.allow_expand and not tree.cursor_node.children
+            await pilot.press("space")
+            await pilot.pause()
+            shown = [child.label.plain for child in tree.cursor_node.children]
+            assert len(shown) == len(lines) and all(
+                label.startswith(line) for label, line in zip(shown, lines, strict=True)
+            ), shown
+            assert all(isinstance(child.data, Part) for child in tree.cursor_node.children)
 
 
 async def test_the_mouse_expands_and_selects(session) -> None:
@@ -138,7 +194,7 @@ async def test_shift_space_expands_everything_below_the_cursor_and_collapses_it_
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
-        await pilot.press("down", "down", "down", "shift+space")  # Turn 4, built only now
+        await pilot.press("home", "down", "down", "down", "shift+space")  # Turn 4, built only now
         await pilot.pause()
         turn = tree.root.children[3]
         below = expandable_below(turn)
@@ -146,11 +202,11 @@ async def test_shift_space_expands_everything_below_the_cursor_and_collapses_it_
         assert any(isinstance(node.data, Part) for node in turn.children[-1].children) or any(
             isinstance(child.data, Part) for node in below for child in node.children
         )
-        assert tree_labels(tree)[4] != "Turn 5"  # its rows show between turns 4 and 5
+        assert tree_labels(tree)[4] != TURNS[4]  # its rows show between turns 4 and 5
         await pilot.press("asterisk")  # the same, on terminals that send Shift+Space as Space
         await pilot.pause()
         assert not any(node.is_expanded for node in expandable_below(turn))
-        assert tree_labels(tree) == ["Turn 1", "Turn 2", "Turn 3", "Turn 4", "Turn 5", "Turn 6 · failed"]
+        assert tree_labels(tree)[:6] == TURNS
         await pilot.press("space")  # expanding it again shows one level, as it did before
         await pilot.pause()
         assert all(not node.is_expanded for node in expandable_below(turn) if node is not turn)
@@ -163,6 +219,8 @@ async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
+        tree.root.children[5].collapse()  # the latest turn, opened on
+        await pilot.pause()
         assert not any(node.is_expanded for node in tree.root.children)
         await search(pilot, "overloaded")
         # Only the failed provider said so: inside turn 6, which nobody expanded.
@@ -245,7 +303,7 @@ async def test_the_presets_cycle_with_one_key_and_the_kinds_menu_toggles_one_kin
 async def test_jumps_go_to_the_next_request_context_node_and_error(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        await pilot.press("r")
+        await pilot.press("home", "r")
         assert screen.selected_request.index == 1
         await pilot.press("r")
         assert screen.selected_request.index == 2
@@ -270,7 +328,7 @@ async def test_jumps_go_to_the_next_request_context_node_and_error(session) -> N
 async def test_i_inspects_the_request_under_the_cursor_and_escape_comes_back(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=(160, 45)) as pilot:
         screen = await opened(pilot)
-        await pilot.press("r", "r", "r")
+        await pilot.press("home", "r", "r", "r")
         chosen = screen.selected_request
         assert chosen is not None and chosen.index == 3
         await pilot.press("i")
@@ -303,7 +361,7 @@ async def test_the_flat_list_pages_and_draws_only_the_rows_on_screen(tmp_path, m
     monkeypatch.setattr(trajectory_list, "entry_label", counting)
     async with ViewerApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        await pilot.press("v")
+        await pilot.press("v", "home")
         await pilot.pause()
         flat = screen.query_one(TrajectoryList)
         height = flat.scrollable_content_region.height
@@ -352,7 +410,8 @@ async def test_hostile_text_is_shown_literally(tmp_path) -> None:
         labels = [entry_label(row).plain for row in screen.query_one(TrajectoryList).rows]
         hostile = [label for label in labels if "[bold red]rich[/]" in label]
         assert hostile and all("\x1b" not in label and "\u202e" not in label for label in labels)
-        screen.go_to(next(row for row in screen.query_one(TrajectoryList).rows if "[bold red]" in entry_label(row).plain))
+        rows = screen.query_one(TrajectoryList).rows
+        screen.go_to(next(row for row in rows if "[bold red]" in entry_label(row).plain and not isinstance(row.subject, Turn)))
         await until(pilot, lambda: "[bold red]" in screen.query_one(TrajectoryDetail).content.plain)
         detail = screen.query_one(TrajectoryDetail).content.plain
         assert "[bold red]rich[/]" in detail and "\x1b" not in detail and "\\u202e" in detail
@@ -400,8 +459,8 @@ async def test_a_log_that_breaks_an_invariant_is_shown_and_validation_reports_it
         title = screen.query_one("#viewer-title")
         await until(pilot, lambda: "corrupt" in str(title.render()))
         assert f"{session}:7: step/end names turn 1 step 7" in str(title.render())
-        assert tree_labels(screen.query_one(TrajectoryTree))[0] == "Turn 1"
-        await pilot.press("r")
+        assert tree_labels(screen.query_one(TrajectoryTree))[0] == TURNS[0]
+        await pilot.press("home", "r")
         assert screen.selected_request.index == 1
 
 
@@ -441,9 +500,8 @@ async def test_the_trajectory_over_the_chat_follows_a_turn_as_it_runs(tmp_path, 
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         turn_one = tree.root.children[0]
-        turn_one.expand()
-        await pilot.pause()
-        assert tree_labels(tree)[:2] == ["Turn 1", "User: hello"]
+        assert turn_one.is_expanded and tree.cursor_node is turn_one  # opened on the latest turn
+        assert tree_labels(tree)[:2] == ["Turn 1 · hello", "User: hello"]
         # A turn that stops half-way: write_file waits for the user's approval.
         prompt = 'use write_file with {"path": "notes.md", "content": "hi"}'
         from app.ui.messages import PromptSubmitted
@@ -462,6 +520,7 @@ async def test_the_trajectory_over_the_chat_follows_a_turn_as_it_runs(tmp_path, 
         await settle(pilot)
         turn_two = tree.root.children[1]
         assert tree.root.children[0] is turn_one
+        assert turn_two.label.plain.startswith("Turn 2 · use write_file with")  # its prompt, come after it
         turn_two.expand()
         await pilot.pause()
         step = turn_two.children[-1]

@@ -17,7 +17,7 @@ from textual.widgets import Input
 from app.session.events import UserMessageData, encode_event, make_event
 from app.session.index import index_path
 from app.session.session import Session
-from app.session.view import ToolResultItem
+from app.session.view import ToolResultItem, Turn, UserItem
 from app.ui import trajectory_source
 from app.ui.widgets import trajectory, trajectory_index
 from app.ui.screens.viewer import TrajectoryScreen
@@ -29,6 +29,7 @@ from app.ui.widgets.trajectory_list import TrajectoryList
 from app.ui.widgets.trajectory_model import KINDS, PRESETS, TrajectoryModel, entry_label
 from benchmarks.sessions import write_large_session
 from tests.functional.ui.chat_support import until
+from tests.support.screen import screen_rows, text_in
 from tests.support.spellings import respell_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -136,7 +137,8 @@ def test_a_session_of_many_turns_groups_them_and_each_turn_is_folded_once_asked(
         (first, min(first + 100, turns)) for first in range(0, turns, 100)
     ]
     children = lazy.group_children(top[-1], PRESETS[0].kinds)
-    assert [entry_label(entry).plain for entry in children[:2]] == [f"Turn {top[-1].first + 1}", f"Turn {top[-1].first + 2}"]
+    labels = [entry_label(entry).plain for entry in children[:2]]
+    assert labels[0].startswith(f"Turn {top[-1].first + 1} · ") and labels[1].startswith(f"Turn {top[-1].first + 2} · ")
 
 
 # --- the viewer ----------------------------------------------------------------------------------
@@ -159,7 +161,7 @@ async def test_a_large_session_paints_then_classifies_and_validates_behind_it(la
     async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
-        assert [line.node.label.plain for line in tree._tree_lines] == groups
+        assert [node.label.plain for node in tree.root.children] == groups
         await until(pilot, lambda: "finding errors" not in title(screen) and "validating" not in title(screen))
         await pilot.app.workers.wait_for_complete()
         await pilot.press("f", "f", "f", "v")  # errors and retries, in the flat list
@@ -169,25 +171,51 @@ async def test_a_large_session_paints_then_classifies_and_validates_behind_it(la
         assert "corrupt" not in title(screen)
 
 
+async def test_a_large_session_opens_on_its_latest_turn_expanded_and_home_goes_to_the_first_group(large) -> None:
+    eager, _ = eager_and_lazy(large)
+    latest = [entry for entry in eager.entries if isinstance(entry.subject, Turn)][-1]
+    prompt = next(item.text for item in latest.subject.items if isinstance(item, UserItem))
+    requests = [f"Request {request.index} · " for request in latest.subject.requests]
+    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        tree = screen.query_one(TrajectoryTree)
+        label = tree.cursor_node.label.plain
+        assert label.startswith(f"Turn {latest.subject.number} · ") and prompt.startswith(label.split(" · ")[-1].removesuffix("…"))
+
+        def latest_turn_shown() -> bool:
+            rows = [line.strip() for line in text_in(screen_rows(pilot.app), tree.content_region).splitlines()]
+            at = next((index for index, row in enumerate(rows) if row.endswith(label)), None)
+            return at is not None and all(any(request in row for row in rows[at:]) for request in requests)
+
+        assert requests and latest_turn_shown()
+        # The classification behind the trajectory applies the filter again: what was open stays open.
+        await pilot.app.workers.wait_for_complete()
+        await until(pilot, lambda: "finding errors" not in title(screen))
+        await pilot.pause()
+        assert tree.cursor_node.label.plain == label and latest_turn_shown()
+        await pilot.press("home")
+        assert tree.cursor_line == 0 and tree.cursor_node.label.plain == "Turns 1–100"
+
+
 async def test_search_finds_a_hit_inside_a_group_not_yet_expanded_and_jumps_from_there(large) -> None:
     # One word only a late tool result says (and a user message after it, to walk to).
     lines = large.read_bytes().splitlines(keepends=True)
     results = [i for i in range(len(lines)) if lines[i].startswith(b'{"type":"tool/result"') and b"route" in lines[i]]
-    for index in (results[-40], results[-1]):
+    for index in (results[len(results) // 2], results[-1]):
         lines[index] = lines[index].replace(b"route", b"Zanzibar", 1)
     large.write_bytes(b"".join(lines))
     eager, _ = eager_and_lazy(large)
     expected = eager.search("zanzibar", PRESETS[0].kinds)
     assert len(expected) == 2
     target = eager.by_seq[expected[0]]
-    assert isinstance(target.subject, ToolResultItem) and target.turn.number > 200
+    assert isinstance(target.subject, ToolResultItem) and 100 < target.turn.number <= 200
     query = "zanzibar"
     async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.app.workers.wait_for_complete()
         tree = screen.query_one(TrajectoryTree)
-        assert all(not node.children for node in tree.root.children)
-        await pilot.press("slash")
+        assert all(not node.children for node in tree.root.children[:-1])  # the last: opened on
+        await pilot.press("home", "slash")
         screen.query_one("#viewer-search", Input).value = query
         await pilot.press("enter")
         await pilot.app.workers.wait_for_complete()
@@ -211,7 +239,7 @@ async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_readin
         await pilot.app.workers.wait_for_complete()
         tree = screen.query_one(TrajectoryTree)
         group = tree.root.children[0]
-        await pilot.press("shift+space")
+        await pilot.press("home", "shift+space")
         await pilot.pause()
         rows = [line.node for line in tree._tree_lines]
         below = rows[1 : rows.index(tree.root.children[1])]
@@ -228,7 +256,7 @@ async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_readin
         ]
         await pilot.press("shift+space")
         await pilot.pause()
-        assert [line.node for line in tree._tree_lines] == list(tree.root.children)
+        assert [line.node for line in tree._tree_lines][:2] == list(tree.root.children[:2])
         assert not any(node.is_expanded for node in expandable)
 
 

@@ -138,3 +138,19 @@ def test_the_trajectory_in_chinese(session, chinese, snap_compare) -> None:
         await detail_settled(pilot)
 
     assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_viewer_opens_on_the_latest_turn_of_a_long_session(tmp_path, snap_compare) -> None:
+    """A session of 283 turns (grouped by the hundred) opens as a transcript does: the last group
+    and the latest turn expanded, its requests and tool calls shown, the cursor on it."""
+    from benchmarks.sessions import write_large_session
+
+    path = tmp_path / "20260101-000000-c1c1c1.jsonl"
+    write_large_session(path, events=4_000, compaction_every=40)
+
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await detail_settled(pilot)
+
+    assert snap_compare(viewer(path), terminal_size=SIZE, run_before=run_before)

@@ -103,11 +103,16 @@ def trajectory_session(home: Path) -> Path:
 
 async def trajectory_cells(path: Path) -> list[tuple[str, str]]:
     """The Trajectory of `path` as a user sees it once validated, the last turn's rows all
-    expanded: the screen's cells."""
+    expanded (the viewer opens on it), its JSON in the detail pane: the screen's cells."""
+    from app.ui.widgets.trajectory_detail import TrajectoryDetail
+
     async with ViewerApp(SessionFileSource.open(path)).run_test(size=(120, 34)) as pilot:
         await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen) and pilot.app.screen.loaded)
         await until(pilot, lambda: pilot.app.screen.source.session.validated)
-        await pilot.press("end", "shift+space")
+        await pilot.press("shift+space")
         await pilot.app.workers.wait_for_complete()
+        screen = pilot.app.screen
+        detail = screen.query_one(TrajectoryDetail)
+        await until(pilot, lambda: f'"seq": {screen.current_entry.seq},' in detail.content.plain)
         await pilot.pause()
         return screen_cells(pilot.app)
