@@ -24,7 +24,7 @@ from app.ui.app import ToolscopeApp
 from app.ui.screens.tools import SourceSwitch, ToolsScreen
 from app.ui.widgets.context_node import ContextBlock
 from tests.functional.e2e.harness import TOOLS_SERVER
-from tests.functional.ui.chat_support import SIZE, Bench, make_bench, run, send, settle, until
+from tests.functional.ui.chat_support import SIZE, Bench, make_bench, run, send, settle, type_text, until
 from tests.support.screen import screen_cells
 
 pytestmark = pytest.mark.timeout(120)
@@ -234,5 +234,35 @@ def test_a_switch_that_cannot_be_saved_says_so_holds_for_the_session_and_leaves_
             await open_tools(pilot)
             assert "on in this session · off in config" in shown(app)
         assert config.read_text() == "[plugins]\nenabled = []\ntypo = 1\n"
+
+    run(scenario())
+
+
+def test_a_session_chosen_with_ctrl_o_brings_its_sources_back(bench) -> None:
+    from app.ui.screens.session_picker import SessionPickerScreen
+
+    bench.config_lines += ["[tools]", 'remember_switches = "session"', ""]
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await flip(pilot, "Calculator")
+            await send(pilot, "use calculate on 6*7")
+        (first,) = bench.sessions()
+        headers = logged(bench, "request/header")
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "hello")
+            assert "calculate" not in [tool.name for tool in app.registry.definitions()]
+            await pilot.press(keymap.SESSIONS)
+            await until(pilot, lambda: isinstance(app.screen, SessionPickerScreen))
+            await until(pilot, lambda: app.screen.query_one("#picker-table").row_count == 2)
+            await type_text(pilot, "calculate")
+            await pilot.press("enter")
+            await until(pilot, lambda: app.writer is not None and app.writer.path == first)
+            await until(pilot, lambda: "calculate" in [tool.name for tool in app.registry.definitions()])
+            await send(pilot, "hello again")
+        lines = [json.loads(line) for line in first.read_text().splitlines()[1:]]
+        assert [event["data"] for event in lines if event["type"] == "request/header"] == headers
 
     run(scenario())
