@@ -1,16 +1,23 @@
 """`config.toml`: strict sections, and errors that name the file and the key path.
 
-Sections: `[defaults]`, `[plugins]`, `[mcp.servers.NAME]` and `[[routes]]`. A route table is kept
-as a plain dict here; the route catalog validates it against the built-in entries it overrides.
+Sections: `[defaults]`, `[plugins]`, `[tools]`, `[compaction]`, `[mcp.servers.NAME]` and
+`[[routes]]`. A route table is kept as a plain dict here; the route catalog validates it against
+the built-in entries it overrides.
 A key this build does not know is an error, so a typo is reported instead of silently ignored.
 
 Plain frozen dataclasses read by `_read_section` from their fields' types, not pydantic models:
 `toolscope chat` reads the config before its first frame, which must not wait for pydantic. Values
 are never coerced (`route = 1` is an error, not "1").
+
+The tools screen saves a source's switch here (`save_plugin_switch`, `save_server_switch`) when
+`[tools] remember_switches = "config"`: one key is changed in place, the rest of the file is kept
+as the user wrote it (comments, order, spacing), and the result is written only if it reads back.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
@@ -50,6 +57,8 @@ class McpServer:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     restart: bool = False
+    enabled: bool = True
+    """Started with the chat; false leaves it off until it is switched on in the tools screen."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +74,26 @@ def _share(value: float) -> str | None:
     return None if 0 < value <= 1 else _("must be greater than 0 and at most 1")
 
 
+REMEMBER_FOR_SESSION = "session"
+REMEMBER_IN_CONFIG = "config"
+
+
+def _remember(value: str) -> str | None:
+    choices = (REMEMBER_FOR_SESSION, REMEMBER_IN_CONFIG)
+    if value in choices:
+        return None
+    return _("must be one of: {choices}").format(choices=", ".join(f'"{choice}"' for choice in choices))
+
+
 @dataclass(frozen=True)
 class Tools:
     extra_roots: list[str] = field(default_factory=list)
     """Directories the file tools may use besides the working directory (`~` is expanded)."""
     command_timeout: float = field(default=120.0, metadata={"check": _positive})
     """Seconds `run_command` waits by default before it kills the command."""
+    remember_switches: str = field(default=REMEMBER_IN_CONFIG, metadata={"check": _remember})
+    """Whether a source switched in the tools screen is saved to this file ("config") or stays
+    switched for the running chat only ("session")."""
 
 
 @dataclass(frozen=True)
@@ -274,3 +297,82 @@ def _expected(problem: Problem) -> str:
         "table": _("expected a table"),
     }
     return messages[problem.kind]
+
+
+# --- saving a switch ---------------------------------------------------------------------------
+
+
+def save_plugin_switch(path: Path, name: str, on: bool) -> None:
+    """Add `name` to `[plugins] enabled` (at its end) or remove it from there."""
+
+    def edit(document: Any) -> None:
+        enabled = document.setdefault("plugins", {}).setdefault("enabled", [])
+        present = [index for index, entry in enumerate(enabled) if entry == name]
+        if on and not present:
+            enabled.append(name)
+        elif not on:
+            for index in reversed(present):
+                del enabled[index]
+
+    _rewrite(path, edit)
+
+
+def save_server_switch(path: Path, name: str, on: bool) -> None:
+    """Set `enabled` in `[mcp.servers.NAME]`; a server switched on whose table never said
+    `enabled` is left as it is (on is the default)."""
+
+    def edit(document: Any) -> None:
+        server = document.get("mcp", {}).get("servers", {}).get(name)
+        if server is None:
+            raise _cannot_save(path, _("[mcp.servers.{name}] is not in the file").format(name=name))
+        if "enabled" in server or not on:
+            server["enabled"] = on
+
+    _rewrite(path, edit)
+
+
+def _rewrite(path: Path, edit: Callable[[Any], None]) -> None:
+    """Apply `edit` to the TOML document at `path` (created, mode 0600, when missing) and replace
+    the file with the result, atomically, keeping its mode; a symlink is followed, not replaced.
+
+    The result must read as a valid config, so a save never leaves a file toolscope refuses.
+    Raises `ConfigError` with the reason; the file is then as it was.
+    """
+    import tomlkit  # only when a switch is saved
+
+    target = path.resolve()
+    try:
+        text = target.read_bytes().decode("utf-8")
+        mode = target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        text, mode = "", 0o600
+    except (OSError, UnicodeDecodeError) as error:
+        raise _cannot_save(path, _reason(error)) from None
+    try:
+        document = tomlkit.parse(text)
+        edit(document)
+    except tomlkit.exceptions.TOMLKitError as error:
+        raise _cannot_save(path, str(error)) from None
+    except (TypeError, AttributeError) as error:  # a table is something else now (`plugins = 3`)
+        raise _cannot_save(path, str(error)) from None
+    result = tomlkit.dumps(document)
+    parse_config(result, path)
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(result.encode("utf-8"))
+                os.fchmod(file.fileno(), mode)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        raise _cannot_save(path, _reason(error)) from None
+
+
+def _cannot_save(path: Path, reason: str) -> ConfigError:
+    return ConfigError(_("{file}: cannot save the switch: {reason}").format(file=path, reason=reason))

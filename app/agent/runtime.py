@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     # which must not wait for the agent loop, httpx, the tool registry or the session store.
     from app.agent.loop import CompactionSettings
     from app.config import Config
+    from app.session.session import Session
     from app.session.store import SessionStore, SessionWriter
     from app.tools.registry import ToolRegistry
 
@@ -73,6 +74,8 @@ def missing_key(route: Route) -> str | None:
 
 
 def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
+    """The registry with the sources the config switches on (`[plugins] enabled`, every
+    `[mcp.servers.*]` but those with `enabled = false`); `start()` is the caller's."""
     from app.config import Tools
     from app.tools.builtins import CommandSettings, Workspace, builtin_tools
     from app.tools.plugins import available_plugins
@@ -105,7 +108,17 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
             )
             for name, server in servers.items()
         ],
+        servers_off=[name for name, server in servers.items() if not server.enabled],
     )
+
+
+async def restore_switches(registry: ToolRegistry, session: Session) -> None:
+    """Switch the plugins and MCP servers as they were for the session's last request (its last
+    header's tools), so a continued session goes on with the tools it ended with and its next
+    request records no change; a session without a request keeps the config's."""
+    header = session.view().current_header
+    if header is not None:
+        await registry.apply_switches(registry.switches_in(header.tools))
 
 
 def compaction_settings(config: Config | None) -> CompactionSettings:

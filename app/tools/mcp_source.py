@@ -102,6 +102,11 @@ class RestartPolicy:
         return min(self.initial_delay * 2 ** (attempt - 1), self.max_delay)
 
 
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+_KEPT = 55
+"""Characters of a sanitised or long name kept before its digest."""
+
+
 def mcp_tool_name(server: str, tool: str) -> str:
     """The registry name of `tool` from `server`: `<server>__<tool>`, always.
 
@@ -111,11 +116,17 @@ def mcp_tool_name(server: str, tool: str) -> str:
     depends on nothing but the two names.
     """
     original = f"{server}__{tool}"
-    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", original)
+    cleaned = _UNSAFE.sub("_", original)
     if cleaned == original and len(cleaned) <= 64:
         return cleaned
     digest = hashlib.sha256(original.encode("utf-8")).hexdigest()[:8]
-    return f"{cleaned[:55]}_{digest}"
+    return f"{cleaned[:_KEPT]}_{digest}"
+
+
+def mcp_tool_prefix(server: str) -> str:
+    """What every `mcp_tool_name(server, …)` starts with, whatever the tool: so a logged tool name
+    tells which server it came from without the server running."""
+    return (_UNSAFE.sub("_", server) + "__")[:_KEPT]
 
 
 class McpServerSource:
@@ -148,6 +159,10 @@ class McpServerSource:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def tool_prefix(self) -> str:
+        return mcp_tool_prefix(self.spec.name)
 
     def tools(self) -> tuple[Tool, ...]:
         return self._tools

@@ -26,8 +26,10 @@ What the agent loop uses:
 The UI and CLI also use `plugins()` / `enable_plugin()` / `disable_plugin()`, `mcp_servers()` /
 `start_mcp_server()` / `stop_mcp_server()`, `problems()` / `on_problem()`, each source's own tools
 (`builtin_definitions()`, `plugin_definitions(name)`, `server_definitions(name)`, whether or not
-they are effective), and the lifecycle:
-`await registry.start()` (connects MCP servers) and `await registry.aclose()` (or `async with`).
+they are effective), the sources switched on as one value (`switches()`, `switches_in(tools)` for
+a logged header's tools, `apply_switches()` to resume them), and the lifecycle:
+`await registry.start()` (connects the MCP servers switched on) and `await registry.aclose()` (or
+`async with`).
 
 Tool results and error messages are written for the model and the session log, so they are
 English; what the user reads about sources (problems, plugin titles) is localized at use time.
@@ -38,7 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -308,6 +310,11 @@ class ManagedSource(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def tool_prefix(self) -> str:
+        """What the name of every tool the source could list starts with (`<server>__`)."""
+        ...
+
     def tools(self) -> tuple[Tool, ...]: ...
 
     def bind(
@@ -329,6 +336,15 @@ class ManagedSource(Protocol):
     def status(self) -> ServerStatus: ...
 
 
+@dataclass(frozen=True)
+class ToolSwitches:
+    """Which plugins and MCP servers are switched on (the built-ins always are): what a resumed
+    session restores and what the tools screen compares with the config."""
+
+    plugins: frozenset[str] = frozenset()
+    servers: frozenset[str] = frozenset()
+
+
 # --- the registry ------------------------------------------------------------------------------
 
 
@@ -348,8 +364,10 @@ class ToolRegistry:
         plugins: Sequence[Plugin] = (),
         enabled_plugins: Sequence[str] = (),
         mcp_servers: Sequence[ManagedSource] = (),
+        servers_off: Sequence[str] = (),
         limits: OutputLimits = OutputLimits(),
     ) -> None:
+        """`servers_off`: MCP servers `start()` leaves stopped (switched off in the config)."""
         self._builtins = tuple(builtins)
         self._limits = limits
         self._listeners = _Listeners()
@@ -368,6 +386,9 @@ class ToolRegistry:
                 raise ValueError(f"two MCP servers are named {server.name!r}")
             self._servers[server.name] = server
             server.bind(self._rebuild, self._report)
+        # The servers the user wants running, whatever state each is in (a failed one included).
+        self._servers_on = set(self._servers) - set(servers_off)
+        self._started = False
 
         self._tools: dict[str, Tool] = {}
         self._definitions: tuple[ToolDefinition, ...] = ()
@@ -380,10 +401,13 @@ class ToolRegistry:
     # --- lifecycle
 
     async def start(self) -> None:
-        """Start every MCP server at once; returns when each has listed its tools or failed."""
+        """Start the MCP servers switched on, all at once; returns when each has listed its tools
+        or failed."""
+        self._started = True
         async with anyio.create_task_group() as group:
             for server in self._servers.values():
-                group.start_soon(server.start)
+                if server.name in self._servers_on:
+                    group.start_soon(server.start)
 
     async def aclose(self) -> None:
         """Stop every MCP server (their processes end); the registry keeps working without them."""
@@ -497,10 +521,54 @@ class ToolRegistry:
         return tuple(server.status() for server in self._servers.values())
 
     async def start_mcp_server(self, name: str) -> None:
-        await self._server(name).start()
+        server = self._server(name)
+        self._servers_on.add(name)
+        await server.start()
 
     async def stop_mcp_server(self, name: str) -> None:
-        await self._server(name).stop()
+        server = self._server(name)
+        self._servers_on.discard(name)
+        await server.stop()
+
+    # --- switches
+
+    def switches(self) -> ToolSwitches:
+        """The plugins and servers switched on now (a server that failed is still switched on)."""
+        return ToolSwitches(frozenset(self._enabled_plugins), frozenset(self._servers_on))
+
+    def switches_in(self, tools: Iterable[ToolDefinition]) -> ToolSwitches:
+        """The sources that were switched on when these tools were in force (a logged header's):
+        a plugin or server with at least one tool among them.
+
+        A server that had no tool listed then reads as off; a tool name two servers' prefixes fit
+        (`a` and `a__b`) is the longer one's.
+        """
+        names = {tool.name for tool in tools}
+        plugins = {
+            plugin.name for plugin in self._plugins.values() if any(tool.name in names for tool in plugin.tools)
+        }
+        by_prefix = sorted(self._servers.values(), key=lambda server: len(server.tool_prefix), reverse=True)
+        servers: set[str] = set()
+        for name in names:
+            owner = next((server for server in by_prefix if name.startswith(server.tool_prefix)), None)
+            if owner is not None:
+                servers.add(owner.name)
+        return ToolSwitches(frozenset(plugins), frozenset(servers))
+
+    async def apply_switches(self, switches: ToolSwitches) -> None:
+        """Switch every plugin and server as `switches` says (unknown names are ignored). Before
+        `start()` this only chooses the servers it starts; after it, servers start or stop now."""
+        self._enabled_plugins = set(switches.plugins) & set(self._plugins)
+        self._rebuild()
+        wanted = set(switches.servers) & set(self._servers)
+        if not self._started:
+            self._servers_on = wanted
+            return
+        async with anyio.create_task_group() as group:
+            for name in wanted - self._servers_on:
+                group.start_soon(self.start_mcp_server, name)
+            for name in self._servers_on - wanted:
+                group.start_soon(self.stop_mcp_server, name)
 
     def _server(self, name: str) -> ManagedSource:
         try:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from app.session.view import SessionView
     from app.tools.registry import SourceProblem, ToolRegistry
     from app.ui.bridge import ChatApprover, ChatListener
+    from app.ui.screens.tools import SwitchSettings
 
 
 class ChatOptions:
@@ -95,6 +96,7 @@ class ToolscopeApp(LiteralApp[None]):
         self.catalog = options.catalog
         self.route = options.catalog.get(options.route_id)
         self.registry: ToolRegistry | None = None
+        self.switch_settings: SwitchSettings | None = None
         self.writer: SessionWriter | None = None
         self.read_only: Session | None = None
         self.agent: Agent | None = None
@@ -158,13 +160,18 @@ class ToolscopeApp(LiteralApp[None]):
         self.call_after_refresh(self.run_worker, self._start_tools, name="tools", group="startup")
 
     async def _start_tools(self) -> None:
-        from app.agent.runtime import build_registry
+        """The config's sources; a resumed session's are those of its last request instead."""
+        from app.agent.runtime import build_registry, restore_switches
         from app.session.events import build_models
+        from app.ui.screens.tools import SwitchSettings
 
         registry = build_registry(self.options.config, self.options.cwd)
         for problem in registry.problems():
             self._notify_problem(problem)
         registry.on_problem(lambda problem: self.post_message(ProblemReported(problem)))
+        if self.session is not None:
+            await restore_switches(registry, self.session)
+        self.switch_settings = SwitchSettings.of(self.options.config)
         self.registry = registry
         try:
             # The event models' schemas are built while the servers start, not when the first
@@ -450,12 +457,12 @@ class ToolscopeApp(LiteralApp[None]):
             self.push_screen(HelpScreen())
 
     def action_open_tools(self) -> None:
-        if self.registry is None:
+        if self.registry is None or self.switch_settings is None:
             self.notify(_("The tools are still starting."), timeout=3)
             return
         from app.ui.screens.tools import ToolsScreen
 
-        self.push_screen(ToolsScreen(self.registry))
+        self.push_screen(ToolsScreen(self.registry, self.switch_settings))
 
     def action_open_trajectory(self) -> None:
         """The trajectory of this session over the chat; it follows the session as it grows."""
@@ -500,6 +507,11 @@ class ToolscopeApp(LiteralApp[None]):
         self.chat.status.read_only = False
         self.chat.composer.disabled = False
         await self._open_session(path)
+        if self.registry is not None and self.session is not None:
+            # Tools still starting read the session themselves (`_start_tools`).
+            from app.agent.runtime import restore_switches
+
+            await restore_switches(self.registry, self.session)
 
     # --- problems ----------------------------------------------------------------------------------
 

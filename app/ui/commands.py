@@ -3,7 +3,7 @@
 Each provider runs an action the App defines (the App owns the registry, the catalog and the
 session, and knows what to do with the result):
 
-- `app.action_open_tools()` — push `ToolsScreen(registry)`;
+- `app.action_open_tools()` — push `ToolsScreen(registry, settings)`;
 - `app.action_pick_route()` — push `RoutePickerScreen(catalog, current)` and switch to the chosen
   route;
 - `app.action_pick_session()` — push `SessionPickerScreen(list_sessions)` (read in a thread) and resume the chosen

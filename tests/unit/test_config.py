@@ -6,9 +6,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app import i18n
-from app.config import Config, ConfigError, load_config, parse_config
+from app.config import (
+    Config,
+    ConfigError,
+    load_config,
+    parse_config,
+    save_plugin_switch,
+    save_server_switch,
+)
 from app.paths import config_file
 
 FULL = """
@@ -169,3 +178,132 @@ def test_tools_settings_are_read_and_checked(english: None) -> None:
     assert (config.tools.extra_roots, config.tools.command_timeout) == (["~/notes"], 30)
     assert "[tools]" in _error("[tools]\ncommand_timeout = 0\n")
     assert "[tools]" in _error('[tools]\nextra_roots = "~/notes"\n')
+
+
+def test_remember_switches_and_server_enabled_are_read_and_checked(english: None) -> None:
+    assert Config().tools.remember_switches == "config"
+    config = parse_config(
+        '[tools]\nremember_switches = "session"\n[mcp.servers.git]\ncommand = "uvx"\nenabled = false\n',
+        Path("config.toml"),
+    )
+    assert config.tools.remember_switches == "session"
+    assert config.mcp.servers["git"].enabled is False
+    assert parse_config('[mcp.servers.git]\ncommand = "uvx"\n', Path("c.toml")).mcp.servers["git"].enabled
+    assert _error('[tools]\nremember_switches = "always"\n') == (
+        'config.toml: [tools] remember_switches: must be one of: "session", "config"'
+    )
+    assert "expected true or false" in _error('[mcp.servers.git]\ncommand = "uvx"\nenabled = "no"\n')
+
+
+# --- saving a switch -----------------------------------------------------------------------------
+
+USERS_FILE = """\
+# toolscope, as I like it
+mcp.servers.git = { command = "uvx", args = ["mcp-server-git"] }
+
+[defaults]
+route = "offline/demo"   # no key needed
+
+[plugins]
+enabled = [
+    "clock",  # first
+]
+
+[mcp.servers.lab]
+command = "lab"
+enabled = false  # only when I ask
+"""
+
+
+def test_a_saved_switch_changes_one_value_and_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(USERS_FILE)
+    path.chmod(0o640)
+    save_plugin_switch(path, "calculator", True)
+    save_server_switch(path, "git", False)
+    save_server_switch(path, "lab", True)
+    text = path.read_text()
+    assert text == USERS_FILE.replace('    "clock",  # first\n', '    "clock",  # first\n    "calculator",\n').replace(
+        '"mcp-server-git"] }', '"mcp-server-git"], enabled = false}'
+    ).replace("enabled = false  # only", "enabled = true  # only")
+    config = load_config(path)
+    assert config.plugins.enabled == ["clock", "calculator"]
+    assert (config.mcp.servers["git"].enabled, config.mcp.servers["lab"].enabled) == (False, True)
+    assert path.stat().st_mode & 0o777 == 0o640
+
+    save_plugin_switch(path, "clock", False)
+    save_server_switch(path, "git", True)  # says `enabled` already: set, not removed
+    config = load_config(path)
+    assert config.plugins.enabled == ["calculator"] and config.mcp.servers["git"].enabled
+    assert "# toolscope, as I like it" in path.read_text() and "# no key needed" in path.read_text()
+    assert [entry.name for entry in tmp_path.iterdir()] == ["config.toml"]  # no temporary left
+
+
+def test_a_server_switched_on_that_never_said_enabled_leaves_the_file_alone(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[mcp.servers.git]\ncommand = "uvx"\n')
+    save_server_switch(path, "git", True)
+    assert path.read_text() == '[mcp.servers.git]\ncommand = "uvx"\n'
+
+
+def test_a_missing_file_is_created_private(tmp_path: Path) -> None:
+    path = tmp_path / "home" / "config.toml"
+    save_plugin_switch(path, "clock", True)
+    assert path.read_text() == '[plugins]\nenabled = ["clock"]\n'
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_symlinked_config_stays_a_symlink_and_its_target_is_written(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "toolscope.toml"
+    target.parent.mkdir()
+    target.write_text("[plugins]\nenabled = []\n")
+    link = tmp_path / "config.toml"
+    link.symlink_to(target)
+    save_plugin_switch(link, "clock", True)
+    assert link.is_symlink() and load_config(target).plugins.enabled == ["clock"]
+
+
+@pytest.mark.parametrize(
+    ("text", "save", "reason"),
+    [
+        ("[plugins]\nenabled = []\nunknown = 1\n", lambda path: save_plugin_switch(path, "clock", True), "unknown key"),
+        ("[plugins\n", lambda path: save_plugin_switch(path, "clock", True), "cannot save the switch"),
+        ("[defaults]\n", lambda path: save_server_switch(path, "git", False), "[mcp.servers.git] is not in the file"),
+    ],
+)
+def test_a_switch_that_cannot_be_saved_leaves_the_file_as_it_was(
+    tmp_path: Path, text: str, save, reason: str, english: None
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        save(path)
+    assert reason in str(caught.value) and str(path) in str(caught.value)
+    assert path.read_text() == text
+    assert [entry.name for entry in tmp_path.iterdir()] == ["config.toml"]
+
+
+def test_a_config_path_that_is_a_directory_is_a_config_error(tmp_path: Path, english: None) -> None:
+    with pytest.raises(ConfigError, match="cannot save the switch"):
+        save_plugin_switch(tmp_path, "clock", True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["clock", "calculator", "notes"]), st.booleans()), max_size=12))
+def test_any_series_of_switches_leaves_a_config_that_reads_as_the_last_switches(switches) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "config.toml"
+        path.write_text(USERS_FILE)
+        expected = ["clock"]
+        for name, on in switches:
+            save_plugin_switch(path, name, on)
+            if on and name not in expected:
+                expected.append(name)
+            if not on and name in expected:
+                expected.remove(name)
+        config = load_config(path)
+        assert config.plugins.enabled == expected
+        assert config.mcp.servers["git"].args == ["mcp-server-git"] and not config.mcp.servers["lab"].enabled
+        assert path.read_text().startswith(USERS_FILE[: USERS_FILE.index("[plugins]")])

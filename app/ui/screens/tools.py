@@ -6,6 +6,10 @@ an app-level worker, so closing the screen does not cancel a start half-way; the
 "starting…"/"stopping…" meanwhile. Either way the registry's `on_change` reaches the agent loop,
 which gives the next request a new header and one developer message.
 
+Each panel says where its source is switched otherwise than the config ("on in this session · off
+in config"), and the screen says whether a switch is saved to the config file (`[tools]
+remember_switches`, `SwitchSettings`); a save runs in an app-level worker too.
+
 The screen follows the registry live. Its `on_change`/`on_problem` callbacks may run in any task
 (an MCP supervisor) or thread, so they only schedule a refresh on the app's event loop. Tool names,
 descriptions and failure reasons come from MCP servers: shown through the one literal path
@@ -16,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -28,10 +33,19 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Checkbox, Static
 
+from app.config import (
+    REMEMBER_IN_CONFIG,
+    Config,
+    ConfigError,
+    Tools,
+    save_plugin_switch,
+    save_server_switch,
+)
 from app.i18n import _, ngettext
+from app.paths import data_home
 from app.session.events import ToolDefinition
 from app.terminal import printable
-from app.tools.registry import ProblemKind, ServerState, SourceProblem, ToolRegistry
+from app.tools.registry import ProblemKind, ServerState, SourceProblem, ToolRegistry, ToolSwitches
 from app.ui.screens.modal import ClosableModal
 from app.ui.text import literal, literal_text
 
@@ -42,6 +56,50 @@ class SourceKind(StrEnum):
     BUILTIN = "builtin"
     PLUGIN = "plugin"
     SERVER = "server"
+
+
+class SwitchSettings:
+    """What the config says about switches: the sources it switches on, and whether a switch made
+    in the screen is saved to it (`remember`) and where. One for the app's life: a save changes
+    `configured`."""
+
+    def __init__(self, configured: ToolSwitches, remember: str, path: Path) -> None:
+        self.configured = configured
+        self.remember = remember
+        self.path = path
+        self._saving = asyncio.Lock()
+
+    @classmethod
+    def of(cls, config: Config | None) -> SwitchSettings:
+        """From the config read at start; with no config file, a save creates the default one."""
+        if config is None:
+            return cls(ToolSwitches(), Tools().remember_switches, data_home() / "config.toml")
+        servers = frozenset(name for name, server in config.mcp.servers.items() if server.enabled)
+        path = config.source if config.source is not None else data_home() / "config.toml"
+        return cls(ToolSwitches(frozenset(config.plugins.enabled), servers), config.tools.remember_switches, path)
+
+    @property
+    def saves_to_config(self) -> bool:
+        return self.remember == REMEMBER_IN_CONFIG
+
+    async def save(self, kind: SourceKind, name: str, on: bool) -> None:
+        """Write one switch to the config file (in a thread, one save at a time); raises
+        `ConfigError`. `configured` says so at once, so the panel shows no difference while the
+        file is written, and is set back if it cannot be."""
+        plugin = kind is SourceKind.PLUGIN
+        was = name in (self.configured.plugins if plugin else self.configured.servers)
+        self._configure(plugin, name, on)
+        async with self._saving:
+            try:
+                await asyncio.to_thread(save_plugin_switch if plugin else save_server_switch, self.path, name, on)
+            except ConfigError:
+                self._configure(plugin, name, was)
+                raise
+
+    def _configure(self, plugin: bool, name: str, on: bool) -> None:
+        names = self.configured.plugins if plugin else self.configured.servers
+        names = names | {name} if on else names - {name}
+        self.configured = replace(self.configured, **{"plugins" if plugin else "servers": names})
 
 
 @dataclass(frozen=True)
@@ -56,6 +114,8 @@ class SourceView:
     reasons: tuple[str, ...]
     description: str
     tools: tuple[ToolDefinition, ...]
+    against_config: str = ""
+    """Where the source is switched otherwise than the config says, in words; else empty."""
 
 
 class RegistryChanged(Message):
@@ -83,6 +143,7 @@ class SourcePanel(Vertical):
         with Horizontal(classes="source-header"):
             yield SourceSwitch(classes="source-switch")
             yield Static(classes="source-state")
+        yield Static(classes="source-config")
         yield Static(classes="source-reasons")
         yield Static(classes="source-description")
         yield Static(classes="source-tools")
@@ -96,6 +157,9 @@ class SourcePanel(Vertical):
         self.set_class(not view.switched_on, "-off")
         self.set_class(view.failing, "-failing")
         self.query_one(".source-state", Static).update(literal_text(view.kind_and_state))
+        against_config = self.query_one(".source-config", Static)
+        against_config.display = bool(view.against_config)
+        against_config.update(literal_text(view.against_config))
         reasons = self.query_one(".source-reasons", Static)
         reasons.display = bool(view.reasons)
         reasons.update(literal_text("\n".join(view.reasons)))
@@ -130,9 +194,10 @@ class ToolsScreen(ClosableModal[None]):
         Binding("up", "app.focus_previous", show=False, priority=True),
     ]
 
-    def __init__(self, registry: ToolRegistry) -> None:
+    def __init__(self, registry: ToolRegistry, settings: SwitchSettings) -> None:
         super().__init__()
         self.registry = registry
+        self.settings = settings
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unsubscribe: list[Callable[[], None]] = []
         # A server being started or stopped from this screen: name → switched on.
@@ -144,6 +209,7 @@ class ToolsScreen(ClosableModal[None]):
         with Vertical(id="tools-dialog"):
             yield Static(literal(_("Tools")), id="tools-title")
             yield Static(id="tools-summary")
+            yield Static(id="tools-remember")
             with VerticalScroll(id="tools-sources", can_focus=False):
                 yield SourcePanel(SourceKind.BUILTIN, "", 0)
                 sources = [(SourceKind.PLUGIN, plugin.name) for plugin in self.registry.plugins()]
@@ -183,6 +249,13 @@ class ToolsScreen(ClosableModal[None]):
         self.query_one("#tools-summary", Static).update(
             literal(ngettext("{count} tool is on.", "{count} tools are on.", count).format(count=count))
         )
+        if self.settings.saves_to_config:
+            remember = _("Switches are saved to {file}.").format(file=self.settings.path)
+        else:
+            remember = _("Switches last for this session only ([tools] remember_switches in {file}).").format(
+                file=self.settings.path
+            )
+        self.query_one("#tools-remember", Static).update(literal(remember))
 
     # --- what each source shows
 
@@ -207,6 +280,7 @@ class ToolsScreen(ClosableModal[None]):
     def _plugin_view(self, name: str) -> SourceView:
         state = next(plugin for plugin in self.registry.plugins() if plugin.name == name)
         reasons = tuple(problem.message() for problem in self._problems_of(name, active=state.enabled))
+        configured = name in self.settings.configured.plugins
         return SourceView(
             title=state.title,
             kind_and_state=_("plugin · on") if state.enabled else _("plugin · off"),
@@ -216,6 +290,7 @@ class ToolsScreen(ClosableModal[None]):
             reasons=reasons,
             description=state.description,
             tools=self.registry.plugin_definitions(name),
+            against_config=_against_config(state.enabled, configured),
         )
 
     def _server_view(self, name: str) -> SourceView:
@@ -239,6 +314,8 @@ class ToolsScreen(ClosableModal[None]):
             # Running again: earlier start failures and restarts are over.
             problems = [problem for problem in problems if problem.kind is ProblemKind.DUPLICATE_TOOL]
         reasons = tuple(problem.message() for problem in problems)
+        # The user's choice, not the process: a server switched on that failed is still on.
+        on = name in self.registry.switches().servers
         return SourceView(
             title=name,
             kind_and_state=state_text,
@@ -248,6 +325,7 @@ class ToolsScreen(ClosableModal[None]):
             reasons=reasons,
             description="",
             tools=self.registry.server_definitions(name),
+            against_config=_against_config(on, name in self.settings.configured.servers),
         )
 
     def _problems_of(self, name: str, *, active: bool) -> list[SourceProblem]:
@@ -276,7 +354,18 @@ class ToolsScreen(ClosableModal[None]):
         elif panel.kind is SourceKind.SERVER:
             self._pending[name] = on_
             self.app.run_worker(self._switch_server(name, on_), group="tools-screen-servers")
+        if self.settings.saves_to_config:
+            self.app.run_worker(self._save(panel.kind, name, on_), group="tools-screen-saves")
         self._refresh_sources()
+
+    async def _save(self, kind: SourceKind, name: str, on_: bool) -> None:
+        app = self.app  # the screen may be closed by the time the file is written
+        try:
+            await self.settings.save(kind, name, on_)
+        except ConfigError as error:
+            # The switch holds for this session all the same; the panel says it differs.
+            app.notify(str(error), title=_("The switch was not saved"), severity="error", timeout=10)
+        self._schedule_refresh()
 
     async def _switch_server(self, name: str, on_: bool) -> None:
         try:
@@ -287,3 +376,9 @@ class ToolsScreen(ClosableModal[None]):
         finally:
             self._pending.pop(name, None)
             self._schedule_refresh()
+
+
+def _against_config(on: bool, configured: bool) -> str:
+    if on == configured:
+        return ""
+    return _("on in this session · off in config") if on else _("off in this session · on in config")

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
+from app.config import REMEMBER_FOR_SESSION
 from app.llm.routes import load_catalog
 from app.session.listing import SessionSummary, list_sessions
 from app.tools.builtins import Workspace, builtin_tools
@@ -35,7 +37,7 @@ from app.ui.commands import SCREEN_COMMANDS
 from app.ui.screens.picker import MAX_SHOWN
 from app.ui.screens.route_picker import RoutePickerScreen
 from app.ui.screens.session_picker import SessionPickerScreen
-from app.ui.screens.tools import SourceSwitch, ToolsScreen
+from app.ui.screens.tools import SourceSwitch, SwitchSettings, ToolsScreen
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -114,6 +116,14 @@ def make_registry(
     )
 
 
+def for_this_session(registry: ToolRegistry, *also_in_config: str) -> SwitchSettings:
+    """The config switches on what the registry has on (and the plugins `also_in_config`), and a
+    switch lasts for the session: the file named is never written."""
+    switches = registry.switches()
+    configured = replace(switches, plugins=switches.plugins | set(also_in_config))
+    return SwitchSettings(configured, REMEMBER_FOR_SESSION, Path("/home/user/.local/share/toolscope/config.toml"))
+
+
 def names(registry: ToolRegistry) -> list[str]:
     return [definition.name for definition in registry.definitions()]
 
@@ -190,10 +200,11 @@ def summaries() -> list[SessionSummary]:
 
 
 def test_tools_screen_snapshot(snap_compare, tmp_path: Path) -> None:
+    """The config switches the calculator on too, so its panel says it differs."""
     registry = make_registry(
         tmp_path, mcp_server("lab", "tools_server.py"), mcp_server("broken", "crash_at_start.py")
     )
-    assert snap_compare(Host(lambda: ToolsScreen(registry), registry), terminal_size=(100, 50))
+    assert snap_compare(Host(lambda: ToolsScreen(registry, for_this_session(registry, "calculator")), registry), terminal_size=(100, 50))
 
 
 def test_route_picker_snapshot(snap_compare, keys: str) -> None:
@@ -211,7 +222,7 @@ def test_session_picker_snapshot_in_chinese(snap_compare, utc: None, chinese: No
 
 def test_tools_screen_snapshot_in_chinese(snap_compare, tmp_path: Path, chinese: None) -> None:
     registry = make_registry(tmp_path)
-    assert snap_compare(Host(lambda: ToolsScreen(registry), registry), terminal_size=(100, 40))
+    assert snap_compare(Host(lambda: ToolsScreen(registry, for_this_session(registry)), registry), terminal_size=(100, 40))
 
 
 # --- the tools screen -----------------------------------------------------------------------------
@@ -239,7 +250,7 @@ def panel_content(app: App[Any], title: str, part: str) -> Text:
 async def test_a_plugin_switched_on_by_keyboard_and_off_by_mouse_changes_the_registry(tmp_path: Path) -> None:
     registry = make_registry(tmp_path)
     # A short terminal: the list scrolls, and the arrows must still move between the switches.
-    async with running(lambda: ToolsScreen(registry), registry, (100, 16)) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry, (100, 16)) as (app, pilot):
         assert "calculate" not in names(registry)
         assert app.focused is switch_of(app, "Clock")  # the first switch that can change
 
@@ -259,7 +270,7 @@ async def test_a_plugin_switched_on_by_keyboard_and_off_by_mouse_changes_the_reg
 @pytest.mark.anyio
 async def test_the_screen_follows_changes_made_elsewhere_even_from_another_thread(tmp_path: Path) -> None:
     registry = make_registry(tmp_path)
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         assert switch_of(app, "Calculator").value is False
         changer = threading.Thread(target=registry.enable_plugin, args=("calculator",))
         changer.start()
@@ -274,7 +285,7 @@ async def test_the_screen_follows_changes_made_elsewhere_even_from_another_threa
 @pytest.mark.anyio
 async def test_an_mcp_server_switched_off_loses_its_tools_and_on_gets_them_back(tmp_path: Path) -> None:
     registry = make_registry(tmp_path, mcp_server("lab", "tools_server.py"))
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         assert [name for name in names(registry) if name.startswith("lab__")] == LAB_TOOLS
         assert "MCP server · running" in panel_text(app, "lab")
 
@@ -294,7 +305,7 @@ async def test_an_mcp_server_switched_off_loses_its_tools_and_on_gets_them_back(
 @pytest.mark.anyio
 async def test_a_failing_mcp_server_shows_why(tmp_path: Path) -> None:
     registry = make_registry(tmp_path, mcp_server("broken", "crash_at_start.py"))
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         text = panel_text(app, "broken")
         assert "MCP server · failed" in text
         assert "MCP server “broken” could not start." in text
@@ -305,7 +316,7 @@ async def test_a_failing_mcp_server_shows_why(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_escape_closes_the_tools_screen_with_none(tmp_path: Path) -> None:
     registry = make_registry(tmp_path)
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         await pilot.press("escape")
         assert app.results == [None]
         assert not isinstance(app.screen, ToolsScreen)
@@ -499,7 +510,7 @@ async def test_text_from_mcp_servers_is_shown_literally_without_escape_sequences
         mcp_server("hostile", "hostile_server.py"),
         mcp_server("worse", "hostile_server.py", "--fail"),
     )
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         description = panel_content(app, "hostile", ".source-tools")
         assert description.plain == "hostile__styled  [link=https://evil.example]click[/link] cleared done"
         assert [span.style for span in description.spans] == ["bold"]  # the name; no markup applied
@@ -514,7 +525,7 @@ async def test_a_restarting_mcp_server_says_so_and_can_be_switched_off(tmp_path:
     spec = McpServerSpec("flaky", sys.executable, [str(SERVERS / "crash_at_start.py")], restart=True)
     policy = RestartPolicy(max_attempts=2, initial_delay=300, max_delay=300)
     registry = make_registry(tmp_path, McpServerSource(spec, restart_policy=policy))
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         await wait_for(pilot, lambda: "MCP server · restarting" in panel_text(app, "flaky"))
         text = panel_text(app, "flaky")
         assert "Restarting MCP server “flaky” in 300.0 s (attempt 1 of 2)." in text
@@ -553,7 +564,7 @@ async def test_a_plugin_tool_left_out_by_a_clash_says_so_whenever_the_plugin_is_
     clashing = Plugin("shadow", "Shadow", "Brings its own read_file.", (second_read_file,))
     registry = ToolRegistry(builtins=builtin_tools(Workspace(tmp_path)), plugins=[clashing])
     clash = "Tool “read_file” from “shadow” is left out: an earlier source already provides it."
-    async with running(lambda: ToolsScreen(registry), registry) as (app, pilot):
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
         assert clash not in panel_text(app, "Shadow")
         for _round in range(2):  # the registry reports a clash once; the screen shows it each time
             await pilot.click(switch_of(app, "Shadow"))

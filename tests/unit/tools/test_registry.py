@@ -22,6 +22,7 @@ from app.tools.registry import (
     ToolErrorCode,
     ToolFailure,
     ToolRegistry,
+    ToolSwitches,
     UnknownPluginError,
 )
 
@@ -50,8 +51,10 @@ class FakeServer:
 
     def __init__(self, name: str, *names: str) -> None:
         self.name = name
+        self.tool_prefix = f"{name}__"
         self._tools = tuple(make_tool(n) for n in names)
         self.settled = 0
+        self.running = False
         self._changed: Callable[[], None] = lambda: None
 
     def tools(self) -> tuple[Tool, ...]:
@@ -64,9 +67,11 @@ class FakeServer:
         self._tools = tuple(make_tool(n) for n in names)
         self._changed()
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        self.running = True
 
-    async def stop(self) -> None: ...
+    async def stop(self) -> None:
+        self.running = False
 
     async def settle(self) -> None:
         self.settled += 1
@@ -309,3 +314,42 @@ def test_outcome_content_is_json_safe():
     # The loop writes outcomes into JSONL: make sure the error codes serialise as plain strings.
     failure = ToolFailure(ToolErrorCode.TOOL_FAILED, "x").outcome()
     assert json.loads(json.dumps({"code": failure.error_code})) == {"code": "TOOL_FAILED"}
+
+
+# --- switches ------------------------------------------------------------------------------------
+
+
+def test_a_headers_tools_name_the_sources_that_were_switched_on():
+    registry = ToolRegistry(
+        plugins=[plugin("alpha", "a1", "a2"), plugin("beta", "b1")],
+        mcp_servers=[FakeServer("s"), FakeServer("s__x"), FakeServer("idle")],
+    )
+    logged = [make_tool(name).definition for name in ("read", "a2", "s__x__t", "s__y", "gone__z")]
+    # `s__x__t` fits both `s__` and `s__x__`: the longer prefix is the server that listed it.
+    assert registry.switches_in(logged) == ToolSwitches(frozenset({"alpha"}), frozenset({"s", "s__x"}))
+    assert registry.switches_in([]) == ToolSwitches()
+
+
+async def test_servers_switched_off_in_the_config_are_not_started():
+    on, off = FakeServer("on", "on__t"), FakeServer("off", "off__t")
+    registry = ToolRegistry(mcp_servers=[on, off], servers_off=["off"])
+    await registry.start()
+    assert (on.running, off.running) == (True, False)
+    assert registry.switches().servers == {"on"}
+    await registry.start_mcp_server("off")
+    assert off.running and registry.switches().servers == {"on", "off"}
+
+
+async def test_applied_switches_choose_what_start_starts_and_later_start_and_stop_servers():
+    one, two = FakeServer("one", "one__t"), FakeServer("two", "two__t")
+    registry = ToolRegistry(plugins=[plugin("alpha", "a1")], mcp_servers=[one, two], servers_off=["two"])
+    await registry.apply_switches(ToolSwitches(frozenset({"alpha", "unknown"}), frozenset({"two"})))
+    assert (one.running, two.running) == (False, False)  # before start(), nothing starts yet
+    await registry.start()
+    assert (one.running, two.running) == (False, True)
+    assert registry.switches() == ToolSwitches(frozenset({"alpha"}), frozenset({"two"}))
+
+    await registry.apply_switches(ToolSwitches(servers=frozenset({"one"})))
+    assert (one.running, two.running) == (True, False)
+    assert registry.switches() == ToolSwitches(servers=frozenset({"one"}))
+    assert "a1" not in names(registry)
