@@ -16,7 +16,6 @@ from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App
 from textual.binding import Binding
 from textual.signal import Signal
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
@@ -25,7 +24,7 @@ from app import i18n
 from app.i18n import N_, _, ngettext
 from app.session.errors import SessionError, SessionLockedError
 from app.ui import keymap, slash
-from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS
+from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS, SystemCommands
 from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
@@ -76,7 +75,7 @@ class ToolscopeApp(LiteralApp[None]):
     # The chat screen's own stylesheet, read with the app's: pushing the screen then finds it read
     # and does not parse the whole stylesheet again before the first frame.
     CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"
-    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
+    COMMANDS = {SystemCommands, ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
         Binding(keymap.TOOLS, "open_tools", N_("Tools")),

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.app import App
 from textual.binding import Binding
 
 from app.i18n import N_, _
 from app.llm.routes import RouteCatalog
 from app.session.listing import SessionSummary
 from app.ui import keymap
-from app.ui.commands import EXPORT_COMMANDS
+from app.ui.commands import EXPORT_COMMANDS, SystemCommands
 from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
 from app.ui.text import LiteralApp
 from app.ui.trajectory_source import SessionFileSource, TrajectorySource
@@ -24,7 +23,7 @@ from app.ui.trajectory_source import SessionFileSource, TrajectorySource
 
 class ViewerApp(LiteralApp[None]):
     TITLE = "toolscope view"
-    COMMANDS = App.COMMANDS | EXPORT_COMMANDS
+    COMMANDS = {SystemCommands} | EXPORT_COMMANDS
     BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]
 
     def __init__(
