@@ -403,19 +403,13 @@ class ToolscopeApp(LiteralApp[None]):
         return True
 
     def action_export(self, fmt: str) -> None:
-        """Export the session (`md`, `html`, `json`) into the working directory."""
-        from app.ui.exporting import export_session
+        """Export the session (`md`, `html`, `json`) where the user says, offering the working
+        directory."""
+        from app.ui.exporting import ask_and_export
 
         session = self.session
-        self.run_worker(
-            export_session(
-                self,
-                (session.id, session.path) if session is not None else None,
-                list(self.catalog),
-                fmt,
-                self.options.cwd,
-            ),
-            group="export",
+        ask_and_export(
+            self, (session.id, session.path) if session is not None else None, list(self.catalog), fmt, self.options.cwd
         )
 
     async def action_switch_language(self) -> None:

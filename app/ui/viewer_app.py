@@ -60,16 +60,16 @@ class ViewerApp(LiteralApp[None]):
         self.push_screen(TrajectoryScreen(SessionFileSource(Path(path))), lambda _result: self._pick())
 
     def action_export(self, fmt: str) -> None:
-        """Export the session being browsed (`md`, `html`, `json`) into the working directory, as
-        the chat's palette does."""
-        from app.ui.exporting import export_session
+        """Export the session being browsed (`md`, `html`, `json`) where the user says, offering the
+        working directory, as the chat's palette does."""
+        from app.ui.exporting import ask_and_export
 
         trajectory = next((screen for screen in reversed(self.screen_stack) if isinstance(screen, TrajectoryScreen)), None)
         if trajectory is None or not isinstance(trajectory.source, SessionFileSource):
             self.notify(_("Open a session first: the export is of the session being browsed."), severity="warning")
             return
         session = (trajectory.source.session_id, trajectory.source.path)
-        self.run_worker(export_session(self, session, list(self.catalog), fmt, Path.cwd()), group="export")
+        ask_and_export(self, session, list(self.catalog), fmt, Path.cwd())
 
 
 def run_viewer(
