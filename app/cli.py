@@ -497,6 +497,11 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
         action="store_true",
         help=_("also show each route's wire body diff against the previous request on that route"),
     )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help=_("show every route in full, also where nothing changed since an earlier request"),
+    )
     parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
     parser.add_argument(
         "--no-pager", action="store_true", help=_("never send the text through the pager")

@@ -1,5 +1,5 @@
-"""`toolscope inspect SESSION [--request N] [--route R …] [--body] [--diff] [--json]`: what each route
-receives.
+"""`toolscope inspect SESSION [--request N] [--route R …] [--body] [--diff] [--full] [--json]`: what
+each route receives.
 
 The report itself (projection, wire body, prefix comparison per request and route) is
 `app.report.model`; this module resolves the session and the routes and picks the renderer:
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         color=colour_enabled(sys.stdout),
         bodies=args.body,
         diffs=args.diff,
+        full=args.full,
     )
     show(text, paged=not args.no_pager)
     return EXIT_OK

@@ -238,15 +238,16 @@ class _Html:
             return
         notice = tool_change_notice(message, self.mark)
         summary = self.marked(notice.summary)
-        node = f'<div class="context tool-change" id="context-{item.seq}">{label}'
+        node = f'<div class="context tool-change" id="context-{item.seq}">'
         if not notice.names:
-            self.out.append(f"{node}{summary}</div>")
+            self.out.append(f"{node}{label}{summary}</div>")
             return
         names = [f"<li>+ {self.code(name)}</li>" for name in notice.added]
         names += [f"<li>− {self.code(name)}</li>" for name in notice.removed]
-        # The list has an id too: a link to it (…#context-12-tools) opens the list.
+        # The label goes in the summary: before the <details> (a block) it stood on a line of its
+        # own. The list has an id too: a link to it (…#context-12-tools) opens the list.
         self.out.append(
-            f"{node}<details><summary>{summary}</summary>"
+            f"{node}<details><summary>{label}{summary}</summary>"
             f'<ul id="context-{item.seq}-tools">{"".join(names)}</ul></details></div>'
         )
 

@@ -7,7 +7,6 @@ count wide (CJK) characters as two cells so localized labels line up.
 from __future__ import annotations
 
 import json
-import textwrap
 import unicodedata
 from collections.abc import Sequence
 
@@ -38,8 +37,12 @@ def render_text(
     color: bool,
     bodies: bool = False,
     diffs: bool = False,
+    full: bool = False,
 ) -> str:
+    """The report; a route whose summary is the one it had at an earlier request takes one line
+    saying since which (unless `full`): most routes stay the same across most requests."""
     paint = _Painter(color)
+    shown_at: dict[str, tuple[int, list[str]]] = {}
     lines = [
         paint.bold(
             ngettext(
@@ -64,32 +67,44 @@ def render_text(
         if change is not None:
             line = tool_change_line(change, printable_line)
             lines.append(paint.yellow(line) if change.changed else line)
+        one_line_before = False
         for route_report in report.routes:
-            lines += ["", *_route_lines(route_report, change, paint, bodies=bodies, diffs=diffs)]
+            route_id = route_report.route.id
+            heading, body = _heading_lines(route_report, paint), _body_lines(route_report, paint)
+            summary = heading + body
+            wire = _wire_lines(route_report, paint, bodies=bodies, diffs=diffs)
+            since, earlier = shown_at.get(route_id, (0, None))
+            if summary == earlier and not full:
+                unchanged = _("unchanged since request {n}").format(n=since)
+                # One-line routes in a row are not set apart by blank lines.
+                lines += [*([] if one_line_before else [""]), paint.bold(route_id) + "  " + paint.dim(unchanged)]
+                one_line_before = not wire
+            else:
+                shown_at[route_id] = (request.index, summary)
+                lines += ["", *heading, *_reason_lines(route_report, change), *body]
+                one_line_before = False
+            lines += wire
     return "\n".join(lines) + "\n"
 
 
-def _route_lines(
-    report: RouteReport, change: ToolChange | None, paint: _Painter, *, bodies: bool, diffs: bool
-) -> list[str]:
+def _heading_lines(report: RouteReport, paint: _Painter) -> list[str]:
     route = report.route
-    labels = section_labels()
-    width = max(cell_width(label) for label in labels.values()) + 2
-    indent = " " * (2 + width)
-
-    def section(key: str, texts: Sequence[str]) -> list[str]:
-        """The label on the first line, the other lines under its value; "none" when empty."""
-        first, *rest = texts or [_("none")]
-        return [("  " + pad_cells(labels[key], width) + first).rstrip(), *(indent + t for t in rest)]
-
     about = route_about(route)
     if cell_width(route.id) + 2 + cell_width(about) <= TEXT_WIDTH:
-        lines = [paint.bold(route.id) + "  " + paint.dim(about)]
-    else:
-        lines = [paint.bold(route.id), "  " + paint.dim(about)]
+        return [paint.bold(route.id) + "  " + paint.dim(about)]
+    return [paint.bold(route.id), "  " + paint.dim(about)]
+
+
+def _reason_lines(report: RouteReport, change: ToolChange | None) -> list[str]:
+    """Why the route got what it got for this request's change (not part of what is compared: it
+    follows from the rest)."""
     reason = route_reason(report, change, printable_line)
-    if reason is not None:
-        lines += section("why", textwrap.wrap(reason, TEXT_WIDTH - len(indent)))
+    return section("why", wrap_cells(reason, TEXT_WIDTH - _value_column())) if reason is not None else []
+
+
+def _body_lines(report: RouteReport, paint: _Painter) -> list[str]:
+    """The route's prefix, beta header, fallback, declarations and blocks."""
+    lines: list[str] = []
     if report.error is not None:
         lines += section("error", [paint.red(report.error)])
     elif report.prefix.kept:
@@ -99,11 +114,17 @@ def _route_lines(
     lines += section("beta", [printable_line(report.beta or _("none"))])
     fallback = report.projected.fallback
     explained = (
-        textwrap.wrap(describe_fallback(fallback), TEXT_WIDTH - len(indent)) if fallback else []
+        wrap_cells(describe_fallback(fallback), TEXT_WIDTH - _value_column()) if fallback else []
     )
     lines += section("fallback", [paint.yellow(text) for text in explained])
     lines += section("declarations", _declaration_rows(report))
     lines += section("blocks", _block_rows(report))
+    return lines
+
+
+def _wire_lines(report: RouteReport, paint: _Painter, *, bodies: bool, diffs: bool) -> list[str]:
+    """The body and the body diff, when asked for."""
+    lines: list[str] = []
     if bodies and report.wire is not None:
         lines += section("body", [""])
         body = json.dumps(report.wire.body, ensure_ascii=False, indent=2)
@@ -116,6 +137,19 @@ def _route_lines(
             lines += section("diff", [""] if diff else [_("none (the same body)")])
             lines += [BODY_INDENT + paint.diff(printable(line)) for line in diff]
     return lines
+
+
+def section(key: str, texts: Sequence[str]) -> list[str]:
+    """The label on the first line, the other lines under its value; "none" when empty."""
+    first, *rest = texts or [_("none")]
+    column = _value_column()
+    label = "  " + pad_cells(section_labels()[key], column - 2)
+    return [(label + first).rstrip(), *(" " * column + text for text in rest)]
+
+
+def _value_column() -> int:
+    """Where the values start: after the widest label (in the language of the moment) and two spaces."""
+    return 2 + max(cell_width(label) for label in section_labels().values()) + 2
 
 
 def _declaration_rows(report: RouteReport) -> list[str]:
@@ -145,6 +179,22 @@ def _columns(rows: list[list[str]]) -> list[str]:
         return []
     widths = [max(cell_width(row[column]) for row in rows) for column in range(len(rows[0]))]
     return ["  ".join(pad_cells(cell, widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def wrap_cells(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` cells, broken at a space where the line has one (Chinese
+    has none: then between any two characters). `textwrap` counts characters, and a Chinese line
+    of 84 characters takes 168 cells."""
+    lines: list[str] = []
+    line = ""
+    for char in text:
+        if cell_width(line + char) > width:
+            head, space, tail = line.rpartition(" ")
+            lines.append(head if space and head else line)
+            line = tail if space and head else ""
+        if char != " " or line:
+            line += char
+    return [*lines, line] if line else lines
 
 
 def cell_width(text: str) -> int:

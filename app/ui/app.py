@@ -17,7 +17,6 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from textual import events
-from textual.app import App
 from textual.binding import Binding
 from textual.signal import Signal
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
@@ -26,7 +25,7 @@ from app import i18n
 from app.i18n import N_, _, ngettext
 from app.session.errors import SessionError, SessionLockedError
 from app.ui import keymap, slash
-from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS
+from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS, SystemCommands
 from app.ui.history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
@@ -78,7 +77,7 @@ class ToolscopeApp(LiteralApp[None]):
     # The chat screen's own stylesheet, read with the app's: pushing the screen then finds it read
     # and does not parse the whole stylesheet again before the first frame.
     CSS_PATH = Path(__file__).parent / "screens" / "chat.tcss"
-    COMMANDS = App.COMMANDS | {ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
+    COMMANDS = {SystemCommands, ChatCommands} | SCREEN_COMMANDS | EXPORT_COMMANDS
     BINDINGS = [
         Binding(keymap.QUIT, "quit", N_("Quit"), priority=True),
         Binding(keymap.TOOLS, "open_tools", N_("Tools")),
@@ -418,19 +417,13 @@ class ToolscopeApp(LiteralApp[None]):
         return super().check_action(action, parameters)
 
     def action_export(self, fmt: str) -> None:
-        """Export the session (`md`, `html`, `json`) into the working directory."""
-        from app.ui.exporting import export_session
+        """Export the session (`md`, `html`, `json`) where the user says, offering the working
+        directory."""
+        from app.ui.exporting import ask_and_export
 
         session = self.session
-        self.run_worker(
-            export_session(
-                self,
-                (session.id, session.path) if session is not None else None,
-                list(self.catalog),
-                fmt,
-                self.options.cwd,
-            ),
-            group="export",
+        ask_and_export(
+            self, (session.id, session.path) if session is not None else None, list(self.catalog), fmt, self.options.cwd
         )
 
     async def action_switch_language(self) -> None:

@@ -11,7 +11,9 @@ session, and knows what to do with the result):
 - `app.action_export(fmt)` — export the session as `md`, `html` or `json` (`EXPORT_COMMANDS`);
 - `app.action_open_trajectory()` — push the `TrajectoryScreen` on the live session.
 
-List them in the App's `COMMANDS` (e.g. `App.COMMANDS | SCREEN_COMMANDS`). Titles are translated
+`SystemCommands` shows Textual's own commands (theme, quit, keys…) in the current language.
+
+List them in the App's `COMMANDS` (e.g. `{SystemCommands} | SCREEN_COMMANDS`). Titles are translated
 when the palette asks, so a language switched at run time applies.
 """
 
@@ -22,9 +24,21 @@ from functools import partial
 from typing import Any, ClassVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.fuzzy import Matcher
 
 from app.i18n import N_, _
 from app.ui.text import literal, matched
+
+
+def translated_hit(matcher: Matcher, title: str, help_text: str, command: Callable[[], Any]) -> Hit | None:
+    """A hit when the query matches the shown title or the English one (as VS Code's palette does):
+    a user of the Chinese interface who types `export` finds 导出为 Markdown. `title` and
+    `help_text` are the English (`N_`) words."""
+    shown = _(title)
+    score = matcher.match(shown)
+    display = matched(matcher, shown) if score else literal(shown)
+    score = max(score, matcher.match(title))
+    return Hit(score, display, command, text=shown, help=literal(_(help_text))) if score > 0 else None
 
 
 class _ActionCommand(Provider):
@@ -41,15 +55,8 @@ class _ActionCommand(Provider):
         yield DiscoveryHit(literal(_(self.title)), self._command(), help=literal(_(self.help_text)))
 
     async def search(self, query: str) -> Hits:
-        """Matched on the shown title and on the English one (as VS Code's palette does): a user of
-        the Chinese interface who types `export` finds 导出为 Markdown."""
-        matcher = self.matcher(query)
-        title = _(self.title)
-        shown = matcher.match(title)
-        score = max(shown, matcher.match(self.title))
-        if score > 0:
-            display = matched(matcher, title) if shown else literal(title)
-            yield Hit(score, display, self._command(), text=title, help=literal(_(self.help_text)))
+        if hit := translated_hit(self.matcher(query), self.title, self.help_text, self._command()):
+            yield hit
 
 
 class ToolsCommand(_ActionCommand):
@@ -104,3 +111,39 @@ SCREEN_COMMANDS: frozenset[type[Provider]] = frozenset(
     {ToolsCommand, RouteCommand, SessionCommand, TrajectoryCommand}
 )
 """The providers above, for the App's `COMMANDS`."""
+
+
+TEXTUAL_COMMAND_WORDS = (
+    N_("Theme"),
+    N_("Change the current theme"),
+    N_("Quit"),
+    N_("Quit the application as soon as possible"),
+    N_("Keys"),
+    N_("Hide the keys and widget help panel"),
+    N_("Show help for the focused widget and a summary of available keys"),
+    N_("Minimize"),
+    N_("Minimize the widget and restore to normal size"),
+    N_("Maximize"),
+    N_("Maximize the focused widget"),
+    N_("Screenshot"),
+    N_("Save an SVG 'screenshot' of the current screen"),
+)
+"""Textual's words for its system commands (`App.get_system_commands`), in the catalog so that
+`SystemCommands` shows them translated; words Textual changes show in English until added here."""
+
+
+class SystemCommands(Provider):
+    """Textual's system commands (theme, quit, keys, maximize, screenshot) in the current language;
+    the apps list it in place of Textual's own provider, which shows its English words."""
+
+    async def discover(self) -> Hits:
+        commands = sorted(self.app.get_system_commands(self.screen), key=lambda command: _(command.title))
+        for title, help_text, callback, discover in commands:
+            if discover:
+                yield DiscoveryHit(literal(_(title)), callback, help=literal(_(help_text)))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback, _discover in self.app.get_system_commands(self.screen):
+            if hit := translated_hit(matcher, title, help_text, callback):
+                yield hit

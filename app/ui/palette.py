@@ -15,23 +15,26 @@ SCREEN_ACTIONS = frozenset({"open_tools", "pick_route", "pick_session", "open_tr
 
 
 class ChatCommands(Provider):
-    """The chat's own slash commands in the palette (Ctrl+P)."""
+    """The chat's own slash commands in the palette (Ctrl+P): titled by what they do, in the current
+    language, with the name typed in the prompt (`/compact`) as their help."""
 
-    def _entries(self) -> list[tuple[str, str, str]]:
-        return [
-            (command.name.lstrip("/"), command.description, command.action)
-            for command in slash.COMMANDS
-            if command.action not in SCREEN_ACTIONS
-        ]
+    def _commands(self) -> list[slash.SlashCommand]:
+        return [command for command in slash.COMMANDS if command.action not in SCREEN_ACTIONS]
 
     async def discover(self) -> Hits:
-        for name, help_text, action in self._entries():
-            yield DiscoveryHit(literal(name), partial(self.app.run_action, action), help=literal(help_text))
+        for command in self._commands():
+            run = partial(self.app.run_action, command.action)
+            yield DiscoveryHit(literal(command.description), run, help=literal(command.name))
 
     async def search(self, query: str) -> Hits:
+        """Matched on the shown title, the English one and the typed name: `compact` finds
+        总结对话并开始新序列."""
         matcher = self.matcher(query)
-        for name, help_text, action in self._entries():
-            score = max(matcher.match(name), matcher.match(help_text))
+        for command in self._commands():
+            title = command.description
+            shown = matcher.match(title)
+            score = max(shown, matcher.match(command.help), matcher.match(command.name.lstrip("/")))
             if score > 0:
-                command = partial(self.app.run_action, action)
-                yield Hit(score, matched(matcher, name), command, text=name, help=literal(help_text))
+                display = matched(matcher, title) if shown else literal(title)
+                run = partial(self.app.run_action, command.action)
+                yield Hit(score, display, run, text=title, help=literal(command.name))

@@ -28,7 +28,9 @@ from textual.notifications import SeverityLevel
 
 from app.i18n import _
 from app.terminal import printable, printable_line
-from app.ui import keymap
+from app.ui import keymap, wide_cells
+
+wide_cells.install()  # the apps' base is here: every screen they show keeps wide characters whole
 
 ReturnType = TypeVar("ReturnType")
 
@@ -111,6 +113,13 @@ class LiteralApp(App[ReturnType]):
             if active.binding.action in ("quit", "app.quit"):
                 self.notify(_("Press {key} to quit the app").format(key=key), title=_("Do you want to quit?"))
                 return
+
+    def action_command_palette(self) -> None:
+        """Textual's palette, its prompt in our words (its own is English whatever the language)."""
+        from textual.command import CommandPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(CommandPalette(placeholder=_("Search for commands…"), id="--command-palette"))
 
     def on_delivery_complete(self, event: DeliveryComplete) -> None:
         """Textual's note for a saved screenshot, in our words (its own is markup around the path)."""

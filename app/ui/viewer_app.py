@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.app import App
 from textual.binding import Binding
 
 from app.i18n import N_, _
 from app.llm.routes import RouteCatalog
 from app.session.listing import SessionSummary
 from app.ui import keymap
-from app.ui.commands import EXPORT_COMMANDS
+from app.ui.commands import EXPORT_COMMANDS, SystemCommands
 from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
 from app.ui.text import LiteralApp
 from app.ui.trajectory_source import SessionFileSource, TrajectorySource
@@ -24,7 +23,7 @@ from app.ui.trajectory_source import SessionFileSource, TrajectorySource
 
 class ViewerApp(LiteralApp[None]):
     TITLE = "toolscope view"
-    COMMANDS = App.COMMANDS | EXPORT_COMMANDS
+    COMMANDS = {SystemCommands} | EXPORT_COMMANDS
     BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]
 
     def __init__(
@@ -61,16 +60,16 @@ class ViewerApp(LiteralApp[None]):
         self.push_screen(TrajectoryScreen(SessionFileSource(Path(path))), lambda _result: self._pick())
 
     def action_export(self, fmt: str) -> None:
-        """Export the session being browsed (`md`, `html`, `json`) into the working directory, as
-        the chat's palette does."""
-        from app.ui.exporting import export_session
+        """Export the session being browsed (`md`, `html`, `json`) where the user says, offering the
+        working directory, as the chat's palette does."""
+        from app.ui.exporting import ask_and_export
 
         trajectory = next((screen for screen in reversed(self.screen_stack) if isinstance(screen, TrajectoryScreen)), None)
         if trajectory is None or not isinstance(trajectory.source, SessionFileSource):
             self.notify(_("Open a session first: the export is of the session being browsed."), severity="warning")
             return
         session = (trajectory.source.session_id, trajectory.source.path)
-        self.run_worker(export_session(self, session, list(self.catalog), fmt, Path.cwd()), group="export")
+        ask_and_export(self, session, list(self.catalog), fmt, Path.cwd())
 
 
 def run_viewer(

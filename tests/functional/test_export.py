@@ -167,7 +167,7 @@ def test_html_names_every_tool_change_in_collapsible_lists(home, session_path):
     assert "Tool added: <code>time</code>" in nodes[0]
     assert "Tool removed: <code>grep</code>" in nodes[1]
     assert nodes[3].count("<details>") == 1
-    assert "<summary>2 tools added</summary>" in nodes[3]
+    assert "<summary><strong>Context</strong> · 2 tools added</summary>" in nodes[3]
     assert "<li>+ <code>alpha</code></li><li>+ <code>beta</code></li>" in nodes[3]
     requests = Session.open(session_path).view().requests
     for request in requests:

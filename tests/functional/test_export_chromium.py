@@ -100,11 +100,11 @@ def test_chromium_shows_every_request_route_and_tool_change(exported, tmp_path):
 def test_the_tool_change_list_is_collapsed_and_a_link_to_it_opens_it(exported, tmp_path):
     _session, page = exported
     closed = dump_dom(page.as_uri(), tmp_path / "profile")
-    match = re.search(r'<details><summary>2 tools added</summary><ul id="(context-\d+-tools)">', closed)
+    match = re.search(r'<details><summary><strong>Context</strong> · 2 tools added</summary><ul id="(context-\d+-tools)">', closed)
     assert match, "the multi-tool change is a closed <details> list"
     assert "<li>+ <code>alpha</code></li><li>+ <code>beta</code></li>" in closed
     opened = dump_dom(f"{page.as_uri()}#{match.group(1)}", tmp_path / "profile2")
-    assert re.search(r'<details open="[^"]*"><summary>2 tools added</summary>', opened)
+    assert re.search(r'<details open="[^"]*"><summary><strong>Context</strong> · 2 tools added</summary>', opened)
 
 
 OVERFLOW_PROBE = """<script>
@@ -190,3 +190,30 @@ def test_a_reference_in_a_diff_lands_on_the_text_it_stands_for(tmp_path):
         for kind, name in ((ToolResultItem, "result"), (UserItem, "question"), (ContextItem, "system"))
     ]
     assert landed.group(1).split("; ") == expected
+
+
+TEXT_PROBE = """<script>
+const out = document.createElement("output");
+out.id = "probe"; out.textContent = document.body.innerText;
+document.body.append(out);
+</script></body>"""
+
+
+def test_every_context_line_says_what_the_context_is(exported, tmp_path):
+    """The page's text as Chromium lays it out: a tool change's label and its summary share a line
+    (the label stood alone above a list's summary, a stray `Context ·`; issue 24 item 11). The
+    probe script goes into a copy without the page's Content-Security-Policy, which forbids it."""
+    _session, page = exported
+    probed = tmp_path / "probed.html"
+    html = page.read_text(encoding="utf-8")
+    probed.write_text(
+        re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html).replace("</body>", TEXT_PROBE),
+        encoding="utf-8",
+    )
+    dom = dump_dom(probed.as_uri(), tmp_path / "profile", "--window-size=1200,900")
+    shown = re.search(r'<output id="probe">(.*?)</output>', dom, re.S)
+    assert shown is not None
+    lines = [line.strip() for line in shown.group(1).splitlines()]
+    context = [line for line in lines if line.startswith("Context")]
+    assert "Context · 2 tools added" in context
+    assert all(line.removeprefix("Context ·").strip() for line in context), context

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -304,7 +305,7 @@ def test_each_route_says_why_it_got_what_it_got_for_each_change(example, capsys)
     """One route of each mode: its mode, what that mode made of the request's change, the prefix."""
     path, _developer = example
     routes = ["deepseek/deepseek-flash", "anthropic/claude-sonnet", "openai/gpt"]
-    assert run(inspect(str(path), *(arg for route in routes for arg in ("--route", route)))) == 0
+    assert run(inspect(str(path), "--full", *(arg for route in routes for arg in ("--route", route)))) == 0
     text = capsys.readouterr().out
     whys = [
         " ".join(" ".join(block.split("\n  Prefix", 1)[0].split()).split())
@@ -329,6 +330,31 @@ def test_each_route_says_why_it_got_what_it_got_for_each_change(example, capsys)
         # Request 6: no change.
         *[f"{mode}: no tool change since the previous request; the prefix is kept" for mode in ("addition-only", "in-history", "none")],
     ]
+
+
+def test_a_route_that_did_not_change_says_since_which_request(example, capsys):
+    """Issue 24 item 11: a route whose summary is what it was at an earlier request takes one line
+    (a 5-request session printed 426 lines); `--full` shows every route in full."""
+    path, _developer = example
+    argv = (str(path), "--route", "offline/demo", "--route", "openai/gpt")
+    assert run(inspect(*argv)) == 0
+    out = capsys.readouterr().out
+    requests = out.split("━━ Request ")[1:]
+    shown = [[line for line in request.splitlines() if line.startswith(("offline/demo", "openai/gpt"))] for request in requests]
+    unchanged = [[line for line in lines if "unchanged" in line] for lines in shown]
+    assert unchanged == [
+        [],
+        ["offline/demo  unchanged since request 1", "openai/gpt  unchanged since request 1"],
+        [],
+        [],
+        [],
+        ["offline/demo  unchanged since request 5"],
+    ]
+    assert out.count("Declarations") == 2 * 6 - 3
+    assert run(inspect(*argv, "--full")) == 0
+    full = capsys.readouterr().out
+    assert "unchanged" not in full and full.count("Declarations") == 2 * 6
+    assert len(full.splitlines()) > len(out.splitlines())
 
 
 def test_diff_shows_each_body_against_the_previous_request_on_the_route(example, capsys):
@@ -518,3 +544,16 @@ def test_one_request_is_reported_without_reading_the_rest_of_the_log(example, ca
     assert [request["index"] for request in json.loads(capsys.readouterr().out)["requests"]] == [1]
     assert run(inspect(str(path), "--json")) == 1
     assert f"{path}:{len(lines)}" in capsys.readouterr().err
+
+
+def test_a_fallback_explained_in_chinese_keeps_to_the_report_width():
+    """The fallback's explanation is wrapped by terminal cells: `textwrap` counted characters, and
+    the zh_CN missing-update explanation (55 characters, 110 cells) stayed one line past 100."""
+    from app.report.text import cell_width, wrap_cells
+
+    chinese = "此请求的消息缺少当前序列中的某次更新（这是一个截断了历史的辅助请求）：将声明当前工具，且不发送工具更新。"
+    assert max(cell_width(line) for line in textwrap.wrap(chinese, 84)) > 84
+    lines = wrap_cells(chinese, 84)
+    assert "".join(lines) == chinese and len(lines) == 2 and all(cell_width(line) <= 84 for line in lines)
+    english = "No tool history came with this request: the current tools are declared and no tool updates are sent."
+    assert wrap_cells(english, 40) == textwrap.wrap(english, 40)

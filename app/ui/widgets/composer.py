@@ -76,7 +76,8 @@ class Composer(TextArea):
     """
     BINDINGS = [
         Binding(keymap.SEND, "submit", N_("Send"), priority=True),
-        *(Binding(key, "newline", N_("Newline"), show=False) for key in keymap.NEWLINE),
+        # Priority, as Enter: run as the key arrives (see `action_newline`).
+        *(Binding(key, "newline", N_("Newline"), show=False, priority=True) for key in keymap.NEWLINE),
         Binding("tab", "complete", N_("Complete"), show=False),
     ]
 
@@ -98,7 +99,7 @@ class Composer(TextArea):
             if key == "\r":
                 self._submit()
             elif key == "\n":
-                self.action_newline()
+                self._newline()
             elif key in ("\x7f", "\x08"):
                 self.action_delete_left()
             else:
@@ -143,6 +144,12 @@ class Composer(TextArea):
         self.post_message(PromptSubmitted(text))
 
     def action_newline(self) -> None:
+        # Put in after the keys already waiting in this widget's queue and before those behind:
+        # as a plain binding it ran once its key had bubbled up to the app, after the letter tmux
+        # sends with Ctrl+J in one read was typed (`hellox⏎ world` for `hello⏎x world`).
+        self.call_later(self._newline)
+
+    def _newline(self) -> None:
         self.insert("\n")
 
     def action_complete(self) -> None:

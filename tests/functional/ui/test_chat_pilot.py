@@ -463,6 +463,29 @@ def test_keys_arriving_in_one_burst_with_their_enter_are_sent(bench) -> None:
     run(scenario())
 
 
+@pytest.mark.parametrize("newline", [("ctrl+j", "\n"), ("shift+enter", None)])
+def test_a_new_line_and_the_letter_after_it_in_one_read_break_the_line_at_the_cursor(bench, newline) -> None:
+    """tmux (and a fast typist) sends Ctrl+J and the next letter in one read: the line breaks where
+    the cursor is and the letter follows (issue 24 item 11: the letter went in before the break,
+    which ran only once its key had bubbled up to the app)."""
+    key, character = newline
+
+    async def scenario() -> None:
+        app = bench.app()
+        async with app.run_test(size=SIZE) as pilot:
+            await type_text(pilot, "hello world")
+            await pilot.press("home", *["right"] * 5)
+            driver = app._driver
+            assert driver is not None
+            driver.send_message(events.Key(key, character))
+            driver.send_message(events.Key("x", "x"))
+            await until(pilot, lambda: "x" in app.chat.composer.text and "\n" in app.chat.composer.text)
+            assert app.chat.composer.text == "hello\nx world"
+            assert app.chat.composer.cursor_location == (1, 1)
+
+    run(scenario())
+
+
 def test_slash_lists_matching_commands_and_enter_runs_the_highlighted_one(bench) -> None:
     async def scenario() -> None:
         app = bench.app()

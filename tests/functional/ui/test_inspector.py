@@ -332,6 +332,8 @@ def exported(app) -> list[str]:
 
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])
 def test_export_from_the_palette_writes_the_session_in_the_working_directory(bench, example, fmt) -> None:
+    from tests.functional.ui.test_export_dialog import accept_offered_path
+
     titles = {"md": "Export as Markdown", "html": "Export as HTML", "json": "Export as JSON"}
     target = bench.workspace / f"toolscope-{example.stem}.{fmt}"
     notes: list[str] = []
@@ -341,6 +343,7 @@ def test_export_from_the_palette_writes_the_session_in_the_working_directory(ben
         async with app.run_test(size=WIDE) as pilot:
             await until(pilot, lambda: app.view() is not None)
             await palette(pilot, titles[fmt])
+            await accept_offered_path(pilot, titles[fmt].removeprefix("Export as "))
             await until(pilot, lambda: exported(app))
             notes.extend(exported(app))
 

@@ -582,6 +582,7 @@ async def test_the_palette_exports_the_session_being_browsed(session, tmp_path, 
 
     from app.export.view_json import view_json
     from app.session.session import Session
+    from tests.functional.ui.test_export_dialog import accept_offered_path
     from tests.functional.ui.test_inspector import exported, palette
 
     monkeypatch.chdir(tmp_path)
@@ -589,6 +590,7 @@ async def test_the_palette_exports_the_session_being_browsed(session, tmp_path, 
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         await opened(pilot)
         await palette(pilot, "Export as JSON")
+        await accept_offered_path(pilot, "JSON")
         await until(pilot, lambda: exported(pilot.app))
         assert exported(pilot.app) == [f"Exported as JSON to {target}"]
     assert json.loads(target.read_text()) == json.loads(json.dumps(view_json(Session.open(session).view())))
