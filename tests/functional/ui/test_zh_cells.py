@@ -24,6 +24,7 @@ from textual.geometry import Region
 from textual.widgets import Static
 
 from app import i18n
+from app.i18n import _
 from app.ui import keymap
 from app.ui.text import LiteralApp, literal
 from tests.functional.ui.chat_support import Bench, make_bench, run, send, settle, type_text, until
@@ -107,8 +108,10 @@ def test_every_screen_shows_the_catalog_words_whole(bench: Bench) -> None:
             await type_text(pilot, "/help")
             await pilot.press("enter")
             await look("help")
-            await pilot.press(keymap.TRAJECTORY)
+            await pilot.press(keymap.TRAJECTORY)  # closes the help, opens the trajectory
             await until(pilot, lambda: type(app.screen).__name__ == "TrajectoryScreen")
+            # A toast over the trajectory's divider, where the newcomer saw 请 go missing.
+            app.notify(_("Ctrl+G opens the inspector: what each route received for each request, live."))
             await look("trajectory")
             await pilot.press(keymap.VIEWER_CLOSE)
             app.clear_notifications()
