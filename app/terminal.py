@@ -1,4 +1,4 @@
-r"""The one path from untrusted text to a terminal (DESIGN §11): shown literally, never as commands.
+r"""The one path from untrusted text to a terminal (docs/architecture.md §13): shown literally, never as commands.
 
 A reply, a tool result, an MCP server's message or a session file from someone else may contain
 escape sequences (a colour change is harmless, a cursor move or an OSC title/clipboard write is

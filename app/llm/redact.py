@@ -1,4 +1,4 @@
-"""The API key never leaves an adapter inside a provider-sent string (DESIGN §11).
+"""The API key never leaves an adapter inside a provider-sent string (docs/architecture.md §13).
 
 A gateway may echo the `Authorization` header it refused in an error message, and a model may
 repeat it in its answer, its reasoning or a tool call's arguments. `KeyRedactor` sits where every

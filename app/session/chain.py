@@ -1,4 +1,4 @@
-"""A session and its parent chain opened through line indexes (DESIGN §2, §12).
+"""A session and its parent chain opened through line indexes (docs/architecture.md §5).
 
 Opening reads the header lines and brings each file's line index up to date (`app.session.index`);
 no event is parsed and no file is read whole. Events are then read by seq range, each line

@@ -1,4 +1,4 @@
-"""The line index of one session file (DESIGN §12): where each event line starts and its type.
+"""The line index of one session file (docs/architecture.md §5): where each event line starts and its type.
 
 It is built by a linear byte scan: a line that starts as the writer writes it, `{"type":"` and the
 type's name, is classified by its first 15 bytes; any other line (another writer's spelling: spaces,
@@ -549,7 +549,7 @@ def _load(
     # Changed since. Logs only grow, or lose a torn tail after their last complete line: keep the
     # index of the lines then, if the file still holds the last indexed line where it was; but
     # nothing derived from what the lines say (the validation record, the fold checkpoints), which
-    # holds for the file exactly as it was (DESIGN §12). A file of the same size was rewritten:
+    # holds for the file exactly as it was (docs/architecture.md §5). A file of the same size was rewritten:
     # index it again.
     try:
         if (

@@ -1,4 +1,4 @@
-"""The session view over a line index (DESIGN §12): any part of a huge log without folding it all.
+"""The session view over a line index (docs/architecture.md §5): any part of a huge log without folding it all.
 
 Only a few event types change what a model request is sent with: a `request/header` (the header in
 force and the tool history), a `developer/message` (the tool history) and a `compaction/summary`

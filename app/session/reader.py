@@ -1,4 +1,4 @@
-"""The strict session-log reader (DESIGN §2): one line at a time. It never changes a session file.
+"""The strict session-log reader (docs/architecture.md §5): one line at a time. It never changes a session file.
 
 `parse_header_line` validates line 1, `decode_event_line` one event line, `parse_line` an event line
 against the cross-event rules too; errors name file, line and a specific reason. Opening a session

@@ -1,6 +1,6 @@
 """A session as its readers see it: header, events (inherited first), the view, strict validation.
 
-Opening is cheap whatever the size of the log (DESIGN §12): `Session.open` reads the header lines
+Opening is cheap whatever the size of the log (docs/architecture.md §5): `Session.open` reads the header lines
 and the line indexes (`app.session.chain`); `view()` builds what is asked for from fold checkpoints
 (`app.session.indexed`). Strict validation of every line against the format and the invariants is
 a separate stream, `validation()`, that a viewer drives in the background while it already shows

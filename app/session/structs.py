@@ -1,4 +1,4 @@
-"""The session format's events as msgspec Structs: strict validation at the speed of parsing (§12).
+"""The session format's events as msgspec Structs: strict validation at the speed of parsing (docs/architecture.md §5).
 
 A mirror of `app.session.events` that decodes and validates an event line in one pass, about three
 times as fast as `json.loads` alone. It only says yes faster: a line it refuses goes through the
