@@ -22,8 +22,8 @@ import sys
 from functools import cache
 from typing import Any, TextIO
 
-# Compiled with the first text shown, not at import: the chat's first frame shows none (compiling
-# them is a fifth of the chat's own modules' import).
+# Compiled with the first text shown, not at import: the chat's first frame shows none, and
+# compiling them is a large part of the chat's own modules' import.
 @cache
 def _escapes() -> re.Pattern[str]:
     return re.compile(

@@ -92,7 +92,7 @@ class _Runs:
         block = FRAGMENT // 2
         self._blocks = tuple(key[i : i + block] for i in range(0, len(key) - block + 1, block))
         """The key's pieces of 6 at offsets 0, 6, 12…: every run of 12 holds one of them whole.
-        Text without any has no run, and a substring search tells that several times faster
+        Text without any has no run, and a substring search tells that much faster
         than `_starts`, which tries every run at every character."""
 
     def starts_in(self, visible: str) -> list[int]:

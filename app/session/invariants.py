@@ -32,7 +32,7 @@ class InvalidEventError(ValueError):
 
 class PendingCall(NamedTuple):
     """A tool call of the open step without a result: `started` once its `tool/call` was logged.
-    (A named tuple: a dataclass would be compiled before a resumed chat's first frame.)"""
+    (A named tuple: docs/decisions.md, *Plain classes*.)"""
 
     call_id: str
     name: str

@@ -32,7 +32,7 @@ ParentResolver = Callable[[str], Path]
 
 class TornTail(NamedTuple):
     """An unterminated, unparsable last line: the bytes a crash left mid-write, and where they start.
-    (A named tuple: a dataclass would be compiled before a resumed chat's first frame.)"""
+    (A named tuple: docs/decisions.md, *Plain classes*.)"""
 
     offset: int
     data: bytes

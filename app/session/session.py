@@ -159,8 +159,8 @@ class Session:
 
     def folded_view(self, batch: int = 4096) -> SessionView:
         """Every event folded into a full `SessionView`, read in batches of `batch` lines. For a
-        reader that goes on to read everything (the trajectory builds a row per event), this costs a
-        fifth of reading the indexed `view()` item by item and request by request; each line is
+        reader that goes on to read everything, this costs much less than reading the indexed
+        `view()` item by item and request by request; each line is
         validated strictly, not against the cross-event rules (`validate` does that)."""
         view = SessionView(self.header)
         total = len(self.chain)
