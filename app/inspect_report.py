@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         session = Session.open(resolve_session(args.session))
         if args.request is None:
             # Every request is read anyway: validate strictly first, so that a corrupt log is
-            # refused before any output. One request costs only what it reads (DESIGN §12).
+            # refused before any output. One request costs only what it reads (docs/architecture.md §5).
             session.load()
         requests = session.view().requests
     except SessionError as error:

@@ -1,4 +1,4 @@
-r"""The one path from untrusted text to a terminal (DESIGN §11): shown literally, never as commands.
+r"""The one path from untrusted text to a terminal (docs/architecture.md §13): shown literally, never as commands.
 
 A reply, a tool result, an MCP server's message or a session file from someone else may contain
 escape sequences (a colour change is harmless, a cursor move or an OSC title/clipboard write is
@@ -22,8 +22,8 @@ import sys
 from functools import cache
 from typing import Any, TextIO
 
-# Compiled with the first text shown, not at import: the chat's first frame shows none (compiling
-# them is a fifth of the chat's own modules' import).
+# Compiled with the first text shown, not at import: the chat's first frame shows none, and
+# compiling them is a large part of the chat's own modules' import.
 @cache
 def _escapes() -> re.Pattern[str]:
     return re.compile(

@@ -1,1 +1,1 @@
-"""The agent loop, retry and compaction (DESIGN §3, §7)."""
+"""The agent loop, retry and compaction (docs/architecture.md §3, §7, §9)."""

@@ -1,4 +1,4 @@
-"""The agent loop (DESIGN §3, §7): a prompt in, requests, tool calls and a durable log out.
+"""The agent loop (docs/architecture.md §3, §7): a prompt in, requests, tool calls and a durable log out.
 
 Before every model request the loop settles the tool registry, assembles the request header and
 appends it only when it changed, followed by one developer message for a change of tool names and
@@ -167,7 +167,7 @@ class Agent:
             await client.aclose()
 
     def switch_route(self, route_id: str) -> None:
-        """A route switch is a header change, not a new sequence (DESIGN §3)."""
+        """A route switch is a header change, not a new sequence (docs/architecture.md §7)."""
         self.route = self.catalog.get(route_id)
 
     def new_sequence(self) -> None:
@@ -346,7 +346,7 @@ class Agent:
     def _with_unique_call_id(
         self, end: BlockEnd, this_reply: Iterable[ToolCallContent]
     ) -> BlockEnd:
-        """Call ids are unique in the session (DESIGN §2). A provider that repeats one, in one
+        """Call ids are unique in the session (docs/architecture.md §4). A provider that repeats one, in one
         reply or across steps (gateways that number every reply's calls from `call_0`), gets a
         fresh id here, before the call is shown or logged: the log, the screen and every later
         request then carry the same id, each answered once."""

@@ -1,4 +1,4 @@
-"""The retry policy (DESIGN §7): the only listener for failed requests.
+"""The retry policy (docs/architecture.md §9): the only listener for failed requests.
 
 A failure reaches the loop as an error finish; the loop logs `agent/request-error`, then asks the
 policy whether and when to try the same turn and step again.

@@ -83,7 +83,7 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
 
     servers = config.mcp.servers if config is not None else {}
     if servers:
-        # The MCP SDK costs about half a second to import: only when a server is configured.
+        # The MCP SDK is slow to import: only when a server is configured.
         from app.tools.mcp_source import McpServerSource, McpServerSpec
     tools = config.tools if config is not None else Tools()
     workspace = Workspace(cwd, tuple(Path(root).expanduser() for root in tools.extra_roots))

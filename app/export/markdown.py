@@ -3,7 +3,7 @@ received (the report model of `app.report`), written as it is made (`Lines`). A 
 instructions text is shown once, in its context node; the blocks that carry it refer to it
 (`app.export.references`).
 
-Nothing from the session is trusted (DESIGN §11): every such string is scrubbed (`Scrubber`) and
+Nothing from the session is trusted (docs/architecture.md §13): every such string is scrubbed (`Scrubber`) and
 then either fenced (multi-line text: a fence longer than any backtick run inside) or put in a code
 span (names, ids, codes), where Markdown interprets neither HTML nor links. Only our own localized
 words stand outside code.

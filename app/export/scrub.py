@@ -1,4 +1,4 @@
-"""Untrusted text made safe to put in an export (DESIGN §11): the API key never, and nothing that
+"""Untrusted text made safe to put in an export (docs/architecture.md §13): the API key never, and nothing that
 acts instead of showing itself.
 
 Session files hold model, tool and MCP-server text. Before any format escapes it, every string

@@ -1,1 +1,1 @@
-"""Stream-event contract, errors, route catalog, projection, wire dialects (DESIGN §1, §5–§8)."""
+"""Stream-event contract, errors, route catalog, projection, wire dialects (docs/architecture.md §8, §9)."""

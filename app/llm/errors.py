@@ -1,4 +1,4 @@
-"""Failure codes of a model request (DESIGN §7) and the `Failure` an error finish carries.
+"""Failure codes of a model request (docs/architecture.md §9) and the `Failure` an error finish carries.
 
 `Failure` is the session log's own model (the `failure` of `agent/request-error` and `llm/retry`),
 re-exported here so the loop logs exactly what an adapter reported, with no conversion in between.

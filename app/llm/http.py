@@ -1,4 +1,4 @@
-"""HTTP plumbing the streaming dialects share (DESIGN §7): status → failure mapping, `Retry-After`,
+"""HTTP plumbing the streaming dialects share (docs/architecture.md §9): status → failure mapping, `Retry-After`,
 the idle timeout, and `StreamingAdapter`, which runs one SSE request through a translator.
 
 Every failure leaves `StreamingAdapter.stream` as an error `Finish`, never as an exception: the loop

@@ -1,4 +1,4 @@
-"""Does a request keep the previous request's cached prefix on the same route? (DESIGN §5)
+"""Does a request keep the previous request's cached prefix on the same route? (docs/architecture.md §8)
 
 A provider caches the rendered prefix: the non-deferred declarations, then the top system text,
 then the messages. Deferred declarations are not rendered up front, so adding (or dropping) one

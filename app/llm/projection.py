@@ -1,4 +1,4 @@
-"""Per-route projection of one capability-independent tool history (DESIGN §5).
+"""Per-route projection of one capability-independent tool history (docs/architecture.md §8).
 
 `project_tool_updates(messages, history, route)` decides what one route receives for one request:
 the declarations (with `defer_loading`), the update blocks at their message positions, the beta

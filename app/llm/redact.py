@@ -1,4 +1,4 @@
-"""The API key never leaves an adapter inside a provider-sent string (DESIGN §11).
+"""The API key never leaves an adapter inside a provider-sent string (docs/architecture.md §13).
 
 A gateway may echo the `Authorization` header it refused in an error message, and a model may
 repeat it in its answer, its reasoning or a tool call's arguments. `KeyRedactor` sits where every
@@ -92,7 +92,7 @@ class _Runs:
         block = FRAGMENT // 2
         self._blocks = tuple(key[i : i + block] for i in range(0, len(key) - block + 1, block))
         """The key's pieces of 6 at offsets 0, 6, 12…: every run of 12 holds one of them whole.
-        Text without any has no run, and a substring search tells that several times faster
+        Text without any has no run, and a substring search tells that much faster
         than `_starts`, which tries every run at every character."""
 
     def starts_in(self, visible: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""The route catalog (DESIGN §5): which dialect, model and endpoint a route uses, and what it can
+"""The route catalog (docs/architecture.md §8): which dialect, model and endpoint a route uses, and what it can
 do with tool changes inside the history.
 
 The built-in entries are listed here; `config.toml` `[[routes]]` tables override their keys or add
@@ -55,7 +55,7 @@ class Route:
     context_window: int = 128_000
     max_output_tokens: int = 8_192
     label: str = ""
-    # The retry policy of DESIGN §7, per route, how long a silent stream may stall and how long
+    # The retry policy (docs/architecture.md §9) per route, how long a silent stream may stall and how long
     # one request may take in all.
     max_retries: int = 5
     retry_base_delay: float = 0.5

@@ -1,4 +1,4 @@
-"""The stream-event contract every adapter yields (DESIGN §7), whatever its wire dialect.
+"""The stream-event contract every adapter yields (docs/architecture.md §9), whatever its wire dialect.
 
 A response is a sequence of blocks (text, reasoning, tool call), each opened by `BlockStart`, fed
 by `BlockDelta`s and closed by `BlockEnd`; then at most one `UsageReport`; then exactly one

@@ -1,1 +1,1 @@
-"""Session log: event models, durable store, strict reader, and the one reducer (DESIGN §2–§4)."""
+"""Session log: event models, durable store, strict reader, and the one reducer (docs/architecture.md §4–§6)."""

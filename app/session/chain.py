@@ -1,4 +1,4 @@
-"""A session and its parent chain opened through line indexes (DESIGN §2, §12).
+"""A session and its parent chain opened through line indexes (docs/architecture.md §5).
 
 Opening reads the header lines and brings each file's line index up to date (`app.session.index`);
 no event is parsed and no file is read whole. Events are then read by seq range, each line
@@ -41,7 +41,7 @@ GAP = 1 << 16  # wanted lines further apart than this many bytes are read separa
 def collector_paused() -> Iterator[None]:
     """No garbage collection while many objects are made at once: events, Structs and view items
     hold no cycles, so a collection there finds nothing and only costs time — and a full one, which
-    a burst of new objects sets off, cost more than the burst itself (25 ms in a 40 ms request)."""
+    a burst of new objects sets off, cost more than the burst itself."""
     paused = gc.isenabled()
     gc.disable()
     try:
@@ -57,7 +57,7 @@ class Segment:
     `last_line` is a complete last event line that lacks its newline (not in the index); `limit`
     the last seq a descendant inherits from this file (None for the session's own file). `header`
     is msgspec's Struct of line 1 until `Chain.header` builds its model (the same fields).
-    A plain class: a dataclass would be compiled before a resumed chat's first frame.
+    A plain class (docs/decisions.md, *Plain classes*).
     """
 
     __slots__ = ("header", "index", "first_seq", "count", "last_line", "limit")

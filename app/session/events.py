@@ -1,4 +1,4 @@
-"""Session log format version 1 (DESIGN §2): the header line and one discriminated union of events.
+"""Session log format version 1 (docs/architecture.md §4): the header line and one discriminated union of events.
 
 The models are strict and closed: a reader refuses any key the format does not name, any value of
 the wrong JSON type, and an empty `callId`. JSON keys are camelCase; Python attributes snake_case.

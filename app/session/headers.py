@@ -1,4 +1,4 @@
-"""Request-header rules (DESIGN §3): canonical form, equality, and the developer messages a change yields.
+"""Request-header rules (docs/architecture.md §7): canonical form, equality, and the developer messages a change yields.
 
 These are plain functions: the agent loop calls them before each model request; the reducer relies
 on the same canonical form to tell a changed definition from an unchanged one.

@@ -1,4 +1,4 @@
-"""The tool-history reducer (DESIGN §4): one capability-independent reduction of headers and
+"""The tool-history reducer (docs/architecture.md §6): one capability-independent reduction of headers and
 developer messages into an immutable snapshot that every route's projection starts from.
 
 Only `request/header` and `developer/message` events carry tool history; every other event just
@@ -40,7 +40,7 @@ class ToolHistory:
 
     `initial`/`system` are the declarations and top system text when the current projection
     sequence started (a new `sequence`, or a rebuild after a retained tool's definition changed);
-    `declared` is D of DESIGN §5: `initial`, then each added definition in first-seen order;
+    `declared` is D of docs/architecture.md §8: `initial`, then each added definition in first-seen order;
     `current`/`current_system` are the header in force.
     """
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from app.session.errors import SessionNotFoundError
 
 FORMAT_VERSION = 1
-"""The session log format this build reads and writes (DESIGN §2)."""
+"""The session log format this build reads and writes (docs/architecture.md §4)."""
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """What a session id may be: the writer's `20260101-120000-a1b2c3` and other plain names. Ids double

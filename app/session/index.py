@@ -1,4 +1,4 @@
-"""The line index of one session file (DESIGN §12): where each event line starts and its type.
+"""The line index of one session file (docs/architecture.md §5): where each event line starts and its type.
 
 It is built by a linear byte scan: a line that starts as the writer writes it, `{"type":"` and the
 type's name, is classified by its first 15 bytes; any other line (another writer's spelling: spaces,
@@ -36,7 +36,7 @@ from app.untrusted_json import loads
 INDEX_SUFFIX = ".idx"
 INDEX_MAGIC = b"toolscope-index\n"
 INDEX_VERSION = 5  # 4: code counts; 5: sealed, keyed by device and ctime too
-CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache (3x as fast as 16 MB)
+CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 CHECKPOINTS = "checkpoints"  # the `extra` key of the view's fold checkpoints
 PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
@@ -187,8 +187,7 @@ class LineIndex:
     header), `types[i]` its code; `end` is the offset just past the last indexed newline.
 
     A last line without a newline is not indexed: the reader decides whether it is a torn write or
-    a complete event whose newline is missing. (A plain class: a dataclass would be compiled
-    before a resumed chat's first frame.)
+    a complete event whose newline is missing. (A plain class: docs/decisions.md, *Plain classes*.)
 
     Offsets read from the cache are checked a block of `COUNT_BLOCK` lines at a time, against the
     block's seal, when first used (`trust`): opening a log of a million lines reads none of them.
@@ -549,7 +548,7 @@ def _load(
     # Changed since. Logs only grow, or lose a torn tail after their last complete line: keep the
     # index of the lines then, if the file still holds the last indexed line where it was; but
     # nothing derived from what the lines say (the validation record, the fold checkpoints), which
-    # holds for the file exactly as it was (DESIGN §12). A file of the same size was rewritten:
+    # holds for the file exactly as it was (docs/architecture.md §5). A file of the same size was rewritten:
     # index it again.
     try:
         if (

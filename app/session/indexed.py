@@ -1,4 +1,4 @@
-"""The session view over a line index (DESIGN §12): any part of a huge log without folding it all.
+"""The session view over a line index (docs/architecture.md §5): any part of a huge log without folding it all.
 
 Only a few event types change what a model request is sent with: a `request/header` (the header in
 force and the tool history), a `developer/message` (the tool history) and a `compaction/summary`
@@ -77,8 +77,8 @@ class Cursor:
     """The fold state before `seq`: what a request made at `seq` would be sent with.
 
     The message window is `pinned` (seqs kept by the last compaction, the summary first) followed
-    by every message event from `window_start` on. A plain class: a dataclass would be compiled
-    before a resumed chat's first frame.
+    by every message event from `window_start` on. A plain class (docs/decisions.md,
+    *Plain classes*).
     """
 
     __slots__ = ("seq", "requests", "header", "header_seq", "history", "pinned", "window_start")
@@ -435,7 +435,7 @@ class IndexedView:
 
     # The lists are made on access, not kept: a view that held lists of its own bound methods would
     # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
-    # collector instead of going when the view does (seen as 300 ms pauses between requests).
+    # collector instead of going when the view does (seen as pauses between requests).
 
     @property
     def requests(self) -> LazyList[ModelRequest]:

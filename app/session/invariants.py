@@ -1,4 +1,4 @@
-"""The cross-event rules of a session log (DESIGN §2), checked one event at a time.
+"""The cross-event rules of a session log (docs/architecture.md §4), checked one event at a time.
 
 The reader feeds every event it parses through an `InvariantChecker`; the writer asks the same
 checker before it writes, so a log that breaks an invariant can be neither read nor written. The
@@ -32,7 +32,7 @@ class InvalidEventError(ValueError):
 
 class PendingCall(NamedTuple):
     """A tool call of the open step without a result: `started` once its `tool/call` was logged.
-    (A named tuple: a dataclass would be compiled before a resumed chat's first frame.)"""
+    (A named tuple: docs/decisions.md, *Plain classes*.)"""
 
     call_id: str
     name: str
@@ -66,7 +66,7 @@ class RecordedIds:
     checker costs the same whatever the size of the log: for each kind (every id used, the
     tool/call ids, the tool/result ids) the sorted 64-bit digests of the ids beside the seq of the
     event that holds each. A digest that matches is confirmed by reading that event, so two ids that
-    share a digest are told apart: the answers are exact (DESIGN §2)."""
+    share a digest are told apart: the answers are exact (docs/architecture.md §4)."""
 
     KINDS = ("used", "calls", "results")
 
@@ -360,7 +360,7 @@ class InvariantChecker:
         return None
 
     def _check_assistant(self, event: events.AssistantMessage) -> str | None:
-        """Call ids are unique in the session (DESIGN §2): the loop renames a repeated one."""
+        """Call ids are unique in the session (docs/architecture.md §4): the loop renames a repeated one."""
         this_message: set[str] = set()
         for part in event.data.content:
             if not _is_tool_call(part):

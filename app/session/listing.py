@@ -108,7 +108,7 @@ def list_sessions(directory: Path | None = None, cache_file: Path | None = None)
     changed = len(cached) != len(files)
     for file in files:
         stat = file.stat()
-        path = file.path  # a str: thousands of Path objects would cost a third of the listing
+        path = file.path  # a str: thousands of Path objects would be much of the listing's cost
         previous = cached.get(file.name)
         entry = _refresh(path, stat, previous)
         if entry is None:  # vanished while listing

@@ -1,4 +1,4 @@
-"""Read-only helpers for a viewer that reads a huge log lazily (DESIGN §12): the line index built
+"""Read-only helpers for a viewer that reads a huge log lazily (docs/architecture.md §5): the line index built
 with progress, and scans of the lines' bytes that parse nothing.
 
 A viewer opening a log whose index is missing or stale would otherwise wait for `Session.open`'s

@@ -1,4 +1,4 @@
-"""The strict session-log reader (DESIGN §2): one line at a time. It never changes a session file.
+"""The strict session-log reader (docs/architecture.md §5): one line at a time. It never changes a session file.
 
 `parse_header_line` validates line 1, `decode_event_line` one event line, `parse_line` an event line
 against the cross-event rules too; errors name file, line and a specific reason. Opening a session
@@ -32,7 +32,7 @@ ParentResolver = Callable[[str], Path]
 
 class TornTail(NamedTuple):
     """An unterminated, unparsable last line: the bytes a crash left mid-write, and where they start.
-    (A named tuple: a dataclass would be compiled before a resumed chat's first frame.)"""
+    (A named tuple: docs/decisions.md, *Plain classes*.)"""
 
     offset: int
     data: bytes

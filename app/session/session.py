@@ -1,6 +1,6 @@
 """A session as its readers see it: header, events (inherited first), the view, strict validation.
 
-Opening is cheap whatever the size of the log (DESIGN §12): `Session.open` reads the header lines
+Opening is cheap whatever the size of the log (docs/architecture.md §5): `Session.open` reads the header lines
 and the line indexes (`app.session.chain`); `view()` builds what is asked for from fold checkpoints
 (`app.session.indexed`). Strict validation of every line against the format and the invariants is
 a separate stream, `validation()`, that a viewer drives in the background while it already shows
@@ -159,8 +159,8 @@ class Session:
 
     def folded_view(self, batch: int = 4096) -> SessionView:
         """Every event folded into a full `SessionView`, read in batches of `batch` lines. For a
-        reader that goes on to read everything (the trajectory builds a row per event), this costs a
-        fifth of reading the indexed `view()` item by item and request by request; each line is
+        reader that goes on to read everything, this costs much less than reading the indexed
+        `view()` item by item and request by request; each line is
         validated strictly, not against the cross-event rules (`validate` does that)."""
         view = SessionView(self.header)
         total = len(self.chain)

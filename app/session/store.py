@@ -1,4 +1,4 @@
-"""The session store and its only writer (DESIGN §2): create, fork, lock, append, commit, repair.
+"""The session store and its only writer (docs/architecture.md §4): create, fork, lock, append, commit, repair.
 
 A line is written with one `os.write` on an O_APPEND descriptor and committed with `fsync`. Nothing
 ever rewrites a line: opening for writing may only cut a torn last line (after copying it aside),

@@ -1,7 +1,7 @@
-"""The session format's events as msgspec Structs: strict validation at the speed of parsing (§12).
+"""The session format's events as msgspec Structs: strict validation at the speed of parsing (docs/architecture.md §5).
 
-A mirror of `app.session.events` that decodes and validates an event line in one pass, about three
-times as fast as `json.loads` alone. It only says yes faster: a line it refuses goes through the
+A mirror of `app.session.events` that decodes and validates an event line in one pass, faster
+than `json.loads` alone. It only says yes faster: a line it refuses goes through the
 pydantic models, which accept it or name the reason, so it must refuse whatever they refuse (tests
 hold the two together on the corrupt corpus and on generated and mutated lines). Strict validation
 (`Chain.validate`) feeds what it decodes to the invariant checker and drops it; every other reader
@@ -12,7 +12,7 @@ a header) built as the models the same way when first read.
 """
 
 # No `from __future__ import annotations`: msgspec would evaluate every field's annotation from its
-# text when a class is made (a third of this module's import, which a resumed chat's first frame
+# text when a class is made (much of this module's import, which a resumed chat's first frame
 # waits for). Annotations that name the models are quoted (evaluating them would import pydantic).
 from collections.abc import Callable
 from itertools import product
@@ -403,8 +403,8 @@ def model_of(value: Any) -> Any:
 
 
 class _Builders(dict[type, Callable[[Any], "BaseModel"]]):
-    """Each Struct's builder, written out the first time it is needed: writing all of them cost
-    about 12 ms of every start that reads a session (the chat's resume among them)."""
+    """Each Struct's builder, written out the first time it is needed: writing all of them slowed
+    every start that reads a session (the chat's resume among them)."""
 
     def __missing__(self, struct: type) -> Callable[[Any], "BaseModel"]:
         if struct not in _MODELLED:

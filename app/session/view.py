@@ -356,8 +356,7 @@ class FoldSeed:
     """The fold's state before `next_seq`, for a view that starts there instead of at seq 0: the
     requests made so far, the header in force, the tool-history reducer (owned by the view from
     now on) and the message window, known by reference until it is read. Handed from the indexed
-    reader to `SessionView.seeded` only: a plain class, where a dataclass would be compiled before
-    a resumed chat's first frame."""
+    reader to `SessionView.seeded` only: a plain class (docs/decisions.md, *Plain classes*)."""
 
     __slots__ = ("next_seq", "requests", "header", "header_seq", "history", "window")
 
@@ -534,8 +533,8 @@ def item_of(event: events.Envelope | structs.Envelope) -> Item | None:
 
 def _constructors(*classes: type) -> list[Callable[..., Any]]:
     """`cls(*values)` for each frozen slots dataclass, its fields in order, without its `__init__`:
-    that sets each field through `object.__setattr__` by name (frozen), three times the cost of
-    calling the slots' own descriptors, as these do (items are made by the hundred for a window or
+    that sets each field through `object.__setattr__` by name (frozen), dearer than calling the
+    slots' own descriptors, as these do (items are made by the hundred for a window or
     a tail). One source for all, compiled once: a resumed chat's first frame waits for this module."""
     namespace: dict[str, Any] = {"new": object.__new__}
     source = []

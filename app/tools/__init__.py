@@ -1,1 +1,1 @@
-"""Tool registry, built-in tools, plugins and MCP sources (DESIGN §1)."""
+"""Tool registry, built-in tools, plugins and MCP sources (docs/architecture.md §12)."""

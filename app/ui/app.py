@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 class ChatOptions:
     """What `toolscope chat` resolved before the app starts (bad input fails there, as usage).
-    A plain class: the first frame would wait for a dataclass to be compiled."""
+    A plain class (docs/decisions.md, *Plain classes*)."""
 
     def __init__(
         self,
@@ -517,7 +517,7 @@ class ToolscopeApp(LiteralApp[None]):
 
 def _open_writer(path: Path) -> SessionWriter:
     """Open `path` for writing, importing the session store here: in a thread, the chat keeps
-    answering while pydantic and the event models load (a fifth of a second)."""
+    answering while pydantic and the event models load."""
     from app.session.store import SessionStore
 
     return SessionStore().open_writer(path)

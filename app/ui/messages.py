@@ -1,7 +1,7 @@
 """Textual messages between the agent (running in a worker on the app's loop) and the widgets.
 
-Each is a plain class with its own `__init__`, as Textual's own messages are: a dataclass would
-generate and compile its methods while the chat starts, for messages that only carry fields.
+Each is a plain class with its own `__init__`, as Textual's own messages are (docs/decisions.md,
+*Plain classes*).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from app.i18n import N_, _
 
 
 class SlashCommand:
-    """A plain class, not a dataclass: the chat's first frame would wait for one to be compiled."""
+    """One slash command: a plain class (docs/decisions.md, *Plain classes*)."""
 
     __slots__ = ("name", "help", "action")
 

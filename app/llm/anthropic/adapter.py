@@ -1,4 +1,4 @@
-"""The `anthropic-messages` adapter: one streamed POST to `{base_url}/v1/messages` (DESIGN §6–§7).
+"""The `anthropic-messages` adapter: one streamed POST to `{base_url}/v1/messages` (docs/architecture.md §9).
 
 Works with Anthropic and with Anthropic-compatible endpoints (DeepSeek's among them). The body
 arrives already projected (`app.llm.anthropic.body`); this switches streaming on, adds `x-api-key`

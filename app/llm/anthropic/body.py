@@ -1,4 +1,4 @@
-"""The `anthropic-messages` wire body (DESIGN §6): one projected request → one `/v1/messages` body.
+"""The `anthropic-messages` wire body (docs/architecture.md §8): one projected request → one `/v1/messages` body.
 
 Update groups become `role: "system"` messages between turns. The API accepts them only at certain
 places, so the finished body is checked here: a body that breaks a rule is a projection bug and is

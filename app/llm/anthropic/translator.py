@@ -1,4 +1,4 @@
-"""Anthropic Messages SSE events → stream events (DESIGN §7), with the DeepSeek translator's rules.
+"""Anthropic Messages SSE events → stream events (docs/architecture.md §9), with the DeepSeek translator's rules.
 
 Pure and incremental: `feed(event, data)` per SSE event, `end_of_stream` at EOF. Events are told
 apart by the payload's `type` (the SSE `event:` name when it has none):

@@ -1,4 +1,4 @@
-"""The `deepseek-chat` adapter: one streamed POST to `{base_url}/chat/completions` (DESIGN §6–§7).
+"""The `deepseek-chat` adapter: one streamed POST to `{base_url}/chat/completions` (docs/architecture.md §9).
 
 The body arrives already projected (`app.llm.deepseek.body`); this only switches streaming on, asks
 for the usage chunk, adds the bearer credential and translates the SSE stream.

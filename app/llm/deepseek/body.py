@@ -1,4 +1,4 @@
-"""The `deepseek-chat` wire body (DESIGN §6): one projected request → one chat-completions POST.
+"""The `deepseek-chat` wire body (docs/architecture.md §8): one projected request → one chat-completions POST.
 
 The same body is what the `offline` model reads (it speaks this wire) and, without update blocks or
 `defer_loading` (its projection never has them), what the `openai-sdk` route's client sends.

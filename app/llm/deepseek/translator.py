@@ -1,4 +1,4 @@
-"""DeepSeek chat-completions SSE payloads → stream events (DESIGN §7, seed 004).
+"""DeepSeek chat-completions SSE payloads → stream events (docs/architecture.md §9, seed 004).
 
 Pure and incremental: `feed` takes one `data:` payload (`[DONE]` included), `end_of_stream` the EOF.
 It runs once per chunk of every response, so it reads the parsed JSON with plain dict access and

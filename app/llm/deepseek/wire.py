@@ -7,7 +7,7 @@ runtime identity guard is load-bearing, not speculative (seed 004). Indexes are 
 tool-call fragment may lack one (Mistral), and then its position in `tool_calls` stands in.
 
 The translator does not validate chunks with these models on its hot path (plain `json.loads` and
-careful dict access are several times faster); the tests prove the two agree: the translator never
+careful dict access are much faster); the tests prove the two agree: the translator never
 rejects a chunk these models accept, and reads such a chunk the way these models do.
 """
 

@@ -1,4 +1,4 @@
-"""The embedded offline demo model (DESIGN §8): deterministic replies to a `deepseek-chat` request.
+"""The embedded offline demo model (docs/architecture.md §9): deterministic replies to a `deepseek-chat` request.
 
 It behaves like a provider that supports tool changes in the history: it sees the declared tools
 minus deferred ones, then applies `tool_addition` / `tool_removal` blocks in message order, and

@@ -1,6 +1,6 @@
 """The route picker (`/route`, the palette): every route of the catalog with its dialect, model,
 tool-update mode and whether its key is set — never the key itself. Dismisses with the chosen
-route id, or None. Switching routes mid-session is a header change (DESIGN §3); the app does it."""
+route id, or None. Switching routes mid-session is a header change (docs/architecture.md §7); the app does it."""
 
 from __future__ import annotations
 

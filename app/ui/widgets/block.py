@@ -39,7 +39,7 @@ class PlainBackground:
     of each kind (top padding, content, bottom padding) instead of one by one.
 
     Textual paints every line of a widget again whenever its size changes, and while a reply
-    streams the conversation's containers change size on every frame: a fifth of each paint went
+    streams the conversation's containers change size on every frame: much of each paint went
     on their blank lines, keys typed meanwhile waiting. A border, an outline, a hatch, a keyline
     or content of its own makes the lines differ: such a container is painted line by line."""
 

@@ -1,4 +1,4 @@
-"""The inspector's content (DESIGN §5, §9): what every route received for one request, side by side.
+"""The inspector's content (docs/architecture.md §10): what every route received for one request, side by side.
 
 It lays out one `RequestReport` of the report model (`app.report.model`), the one `toolscope
 inspect` prints, and computes nothing of its own: the one-line tool change, and per route the line

@@ -36,7 +36,7 @@ from app.ui.widgets.block import PlainBackground
 PIECE_BLOCKS = 4
 """The growing piece is closed once it holds more top-level blocks than this. Smaller pieces are
 closed (and their open block parsed again) more often, but fewer widgets above the screen are still
-arranged on each frame while the view follows the stream: with 12, frames took a fifth longer."""
+arranged on each frame while the view follows the stream: frames are shorter than with 12."""
 STEP_CHARACTERS = 400
 """The most text appended in one frame."""
 
@@ -49,7 +49,7 @@ def _young_collections_only() -> Iterator[None]:
     """While a reply streams, the collector leaves the oldest generation alone.
 
     A full collection walks every live object, and a long reply's widgets are most of them: at
-    full speed they stalled the app for over half a second every second or two, keys included.
+    full speed they stalled the app every second or two, keys included.
     Young garbage is still collected as usual; the old is, as soon as the last stream ends.
     """
     global _streams
@@ -77,7 +77,7 @@ class _SchemeLinks(LinkifyIt):
 
     `pretest` asks for what such a link cannot do without (every scheme has a `:` or is `//`, an
     address has an `@`) instead of linkify-it's own pattern, mostly the fuzzy host names switched
-    off here: compiling it held up the first reply shown by about 40 M instructions (11 ms)."""
+    off here: compiling it held up the first reply shown."""
 
     def pretest(self, text: str) -> bool:
         return ":" in text or "@" in text or "//" in text
@@ -85,7 +85,7 @@ class _SchemeLinks(LinkifyIt):
 
 _PARSER = MarkdownIt("gfm-like")
 """The parser of every piece: Textual's default, made once. Textual would make a new one for each
-update and each append (about a millisecond each, while a reply streams); a parse keeps its state
+update and each append (each one a cost while a reply streams); a parse keeps its state
 apart from the parser's, so one serves them all."""
 _PARSER.linkify = _SchemeLinks(options={"fuzzy_link": False})
 
@@ -286,7 +286,7 @@ class ReplyText(PlainBackground, Vertical):
                 break
             spacer.lines += piece.outer_size.height
             # An inline style, not a class: a class would match the stylesheet again against the
-            # piece and every widget in it (about 50 ms for a piece of lists, keys waiting).
+            # piece and every widget in it, keys waiting.
             piece.display = False
         spacer.refresh(layout=True)
 

@@ -13,8 +13,7 @@ OFFLINE_ROUTE = "offline/demo"
 
 
 class Usage:
-    """The status line's figures (a plain class: the chat's first frame would wait for a
-    dataclass to be compiled)."""
+    """The status line's figures (a plain class: docs/decisions.md, *Plain classes*)."""
 
     __slots__ = ("last_in", "last_out", "total_in", "total_out", "cache_read", "retries", "sequence")
 

@@ -1,4 +1,4 @@
-"""The trajectory of a session file, read lazily from its line index (DESIGN §12): a million events
+"""The trajectory of a session file, read lazily from its line index (docs/architecture.md §5): a million events
 cost what is on screen, not a row each.
 
 The session's events are cut into segments at each `turn/start` (segment 0 is whatever comes
