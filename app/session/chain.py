@@ -157,13 +157,6 @@ class Chain:
         own = self.own
         return own.index.block_counts() if self.types is own.index.types else None
 
-    def type_at(self, seq: int) -> int:
-        segment, line = self.locate(seq)
-        if line < len(segment.index):
-            return segment.index.types[line]
-        assert segment.last_line is not None
-        return type_code(segment.last_line)
-
     def line_number(self, seq: int) -> tuple[Path, int]:
         segment, line = self.locate(seq)
         return segment.path, line + 2

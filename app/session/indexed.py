@@ -475,10 +475,6 @@ class IndexedView:
         return self._tail.header
 
     @property
-    def current_header_seq(self) -> int | None:
-        return self._tail.header_seq
-
-    @property
     def history(self) -> ToolHistory:
         return self._tail.history.snapshot()
 

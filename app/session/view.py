@@ -422,10 +422,6 @@ class SessionView:
         return self._header
 
     @property
-    def current_header_seq(self) -> int | None:
-        return self._header_seq
-
-    @property
     def history(self) -> ToolHistory:
         return self._history.snapshot()
 

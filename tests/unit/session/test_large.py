@@ -46,7 +46,6 @@ def _assert_same(view: IndexedView, expected: SessionView) -> None:
     assert view.messages == expected.messages
     assert view.history == expected.history
     assert view.current_header == expected.current_header
-    assert view.current_header_seq == expected.current_header_seq
     assert view.open_turn == expected.open_turn
     assert view.open_step == expected.open_step
     assert view.last_seq == expected.last_seq
