@@ -19,7 +19,7 @@ from pathlib import Path
 from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionNotFoundError, StaleIndexError
-from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
+from app.session.index import LineIndex, index_path, open_index
 from app.session.invariants import InvariantChecker
 from app.session.models import events  # a log is read through Structs; models are built when asked
 from app.session.reader import (
@@ -30,6 +30,7 @@ from app.session.reader import (
     parse_line,
     read_header_line,
 )
+from app.session.type_codes import TYPE_CODES, UNKNOWN, type_code
 from app.untrusted_json import loads
 
 EVENT_CACHE_SIZE = 4096

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
-from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
+from app.session.index import COUNT_BLOCK, COUNTED_CODES, save_index
 from app.session.models import events  # imported when first used: events are read by their `type` tag
 from app.session.view import (
     FoldSeed,
@@ -39,6 +39,7 @@ from app.session.view import (
     item_of,
     open_step_of,
 )
+from app.session.type_codes import TYPE_CODES
 
 if TYPE_CHECKING:  # the tool-history reducer is imported by the first cursor made, not by a tail read
     from app.session.history import ToolHistory, ToolHistoryReducer

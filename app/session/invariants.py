@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from app.i18n import _
-from app.session.index import TYPE_CODES, TYPE_NAMES
+from app.session.type_codes import TYPE_CODES, TYPE_NAMES
 from app.session.models import events  # imported when first used: events are read by their `type` tag
 
 # Events that happen inside a model step and carry its `turn` and `step`.

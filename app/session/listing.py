@@ -311,7 +311,7 @@ def _plain(lines: bytes) -> bool:
 def _typed(lines: bytes, name: str) -> list[bytes]:
     """The lines of type `name` among complete `lines`, each spelling read by parsing: the slow
     path, for lines that are not `_plain`."""
-    from app.session.index import declared_type  # deferred: only another program's spelling needs it
+    from app.session.type_codes import declared_type  # deferred: only another program's spelling needs it
 
     marker = b'{"type":"' + name.encode() + b'"'
     found = []

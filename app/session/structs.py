@@ -22,7 +22,7 @@ import msgspec
 
 from app.session.ids import SESSION_ID_PATTERN
 from app.session.models import events  # imported by the first model built (`_Builders`), not by a read
-from app.session.index import TYPE_CODES, UNKNOWN, prefix_code
+from app.session.type_codes import TYPE_CODES, UNKNOWN, prefix_code
 from app.untrusted_json import MAX_DEPTH
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import overload
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionError
-from app.session.index import TYPE_CODES
+from app.session.type_codes import TYPE_CODES
 from app.session.indexed import Positions
 from app.session.outline import (
     ESCAPED_PRINTABLE,

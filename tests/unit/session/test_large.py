@@ -23,13 +23,14 @@ from app.session.errors import SessionCorruptionError
 from app.session import invariants
 from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
 from app.session import index as index_module
-from app.session.index import BLOCK_COUNTS, CHUNK_SIZE, COUNT_BLOCK, COUNTED_CODES, INDEX_MAGIC, INDEX_VERSION, TYPE_CODES, index_path
+from app.session.index import BLOCK_COUNTS, CHUNK_SIZE, COUNT_BLOCK, COUNTED_CODES, INDEX_MAGIC, INDEX_VERSION, index_path
 from app.session import indexed
 from app.session.indexed import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
+from app.session.type_codes import TYPE_CODES
 from app.session.view import HeaderItem, SessionView
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.index_cache import IndexCache
