@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from app.report.model import RequestReport
-from app.session.indexed import IndexedView
+from app.session.indexed_view import IndexedView
 from app.session.view import AssistantItem, HeaderItem, Item, RequestErrorItem, ToolCallItem
 
 

@@ -49,7 +49,7 @@ from app.session.view import (
     ToolResultItem,
     UserItem,
 )
-from app.session.indexed import IndexedView
+from app.session.indexed_view import IndexedView
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem;

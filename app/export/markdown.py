@@ -42,7 +42,7 @@ from app.session.view import (
     ToolResultItem,
     UserItem,
 )
-from app.session.indexed import IndexedView
+from app.session.indexed_view import IndexedView
 
 _BACKTICKS = re.compile("`+")
 

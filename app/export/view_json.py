@@ -36,7 +36,7 @@ from app.session.view import (
 if TYPE_CHECKING:  # the trajectory imports this module for its item fields, not to export
     from app.export.scrub import Scrubber
     from app.export.target import Lines
-    from app.session.indexed import IndexedView
+    from app.session.indexed_view import IndexedView
 
 FORMAT = "toolscope-session-view"
 FORMAT_VERSION = 1

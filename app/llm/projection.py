@@ -16,7 +16,7 @@ from typing import Literal
 from app.i18n import _
 from app.llm.routes import Route
 from app.session.events import RequestHeaderData, ToolDefinition
-from app.session.history import HistoryUpdate, ToolHistory
+from app.session.tool_history import HistoryUpdate, ToolHistory
 from app.session.view import ContextItem, Message, ModelRequest
 
 DeclarationState = Literal["initial", "added", "retained-removed", "explicit-deferred"]

@@ -1,9 +1,10 @@
 """A session and its parent chain opened through line indexes (DESIGN §2, §12).
 
-Opening reads the header lines and brings each file's line index up to date (`app.session.index`);
-no event is parsed and no file is read whole. Events are then read by seq range, each line
-validated strictly on its own when it is read (`event`, `events`); the cross-event rules need the
-whole log in order, which `validate` does as a stream of progress reports.
+Opening reads the header lines and brings each file's line index up to date
+(`app.session.line_index`); no event is parsed and no file is read whole. Events are then read by
+seq range, each line validated strictly on its own when it is read (`event`, `events`); the
+cross-event rules need the whole log in order, which `validate` does as a stream of progress
+reports.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from pathlib import Path
 from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionNotFoundError, StaleIndexError
-from app.session.index import LineIndex, index_path, open_index
 from app.session.invariants import InvariantChecker
-from app.session.models import events  # a log is read through Structs; models are built when asked
+from app.session.lazy_events import events  # a log is read through Structs; models are built when asked
+from app.session.line_index import LineIndex, index_path, open_index
 from app.session.reader import (
     EventLineError,
     ParentResolver,

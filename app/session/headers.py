@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from app.session.models import events  # imported by the loop's calls below, not by a log's readers
+from app.session.lazy_events import events  # imported by the loop's calls below, not by a log's readers
 
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -17,7 +17,7 @@ from app.session import structs
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
 from app.session.ids import FORMAT_VERSION
 from app.session.invariants import InvariantChecker
-from app.session.models import events  # imported by the first line msgspec refuses: the models judge it
+from app.session.lazy_events import events  # imported by the first line msgspec refuses: the models judge it
 from app.session.type_codes import AMBIGUOUS, TYPE_CODES, UNKNOWN, declared_type, prefix_code
 from app.untrusted_json import loads
 

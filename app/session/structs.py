@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_
 import msgspec
 
 from app.session.ids import SESSION_ID_PATTERN
-from app.session.models import events  # imported by the first model built (`_Builders`), not by a read
+from app.session.lazy_events import events  # imported by the first model built (`_Builders`), not by a read
 from app.session.type_codes import TYPE_CODES, UNKNOWN, prefix_code
 from app.untrusted_json import MAX_DEPTH
 

@@ -3,7 +3,7 @@
 A line spelt as the writer writes it, `{"type":"` and the type's name, is classified by its first
 `PREFIX_LENGTH` bytes; any other spelling (spaces, escapes, `type` not first) by parsing it
 (`declared_type`, the slow reference the byte prefix must agree with). The line index
-(`app.session.index`), the strict reader, msgspec's Structs and the invariant checker all speak
+(`app.session.line_index`), the strict reader, msgspec's Structs and the invariant checker all speak
 these codes; this module imports nothing of the session, so none of them imports another for them.
 """
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Union, overload
 
 from app.session import structs
-from app.session.models import events  # imported when first used: items are made from Structs
+from app.session.lazy_events import events  # imported when first used: items are made from Structs
 from app.session.structs import model_of
 
 if TYPE_CHECKING:  # the reducer is imported by the first fold: reading a log's tail folds nothing
-    from app.session.history import ToolHistory, ToolHistoryReducer
+    from app.session.tool_history import ToolHistory, ToolHistoryReducer
 
 # --- items ---------------------------------------------------------------------------------------
 
@@ -395,7 +395,7 @@ class SessionView:
         self._request_count = 0
         self._base: WindowBase | None = None
         self._messages: list[Message] = []
-        from app.session.history import ToolHistoryReducer
+        from app.session.tool_history import ToolHistoryReducer
 
         self._history = ToolHistoryReducer()
         self._header: events.RequestHeaderData | None = None

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from app.export.view_json import ITEM_KINDS
 from app.llm.routes import load_catalog
 from app.session.events import ToolRegistryUpdate
-from app.session.history import ToolHistory
+from app.session.tool_history import ToolHistory
 from app.session.session import Session
 from app.session.view import ContextItem
 from tests.functional.test_inspect import worked_example, write_session

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     # The session models (pydantic) and the blocks' widgets are imported with the first item or
     # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
-    from app.session.indexed import IndexedView, TurnBounds
+    from app.session.indexed_view import IndexedView, TurnBounds
     from app.session.tool_changes import ChangedTool
     from app.session.view import ContextItem, Item
     from app.ui.widgets.assistant_message import AssistantBlock

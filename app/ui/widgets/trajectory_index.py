@@ -25,8 +25,8 @@ from typing import overload
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionError
 from app.session.type_codes import TYPE_CODES
-from app.session.indexed import Positions
-from app.session.outline import (
+from app.session.indexed_view import Positions
+from app.session.background_scans import (
     ESCAPED_PRINTABLE,
     SCAN_BATCH,
     every_line,

@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import Input
 
 from app.session.events import UserMessageData, encode_event, make_event
-from app.session.index import index_path
+from app.session.line_index import index_path
 from app.session.session import Session
 from app.session.view import ToolResultItem, Turn, UserItem
 from app.ui import trajectory_source

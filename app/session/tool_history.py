@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from app.session.headers import canonical_tool
-from app.session.models import events  # imported when first used: events are read by their tag
+from app.session.lazy_events import events  # imported when first used: events are read by their tag
 
 
 @dataclass(frozen=True, slots=True)

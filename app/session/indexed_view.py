@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
-from app.session.index import COUNT_BLOCK, COUNTED_CODES, save_index
-from app.session.models import events  # imported when first used: events are read by their `type` tag
+from app.session.lazy_events import events  # imported when first used: events are read by their `type` tag
+from app.session.line_index import COUNT_BLOCK, COUNTED_CODES, save_index
+from app.session.type_codes import TYPE_CODES
 from app.session.view import (
     FoldSeed,
     Item,
@@ -39,10 +40,9 @@ from app.session.view import (
     item_of,
     open_step_of,
 )
-from app.session.type_codes import TYPE_CODES
 
 if TYPE_CHECKING:  # the tool-history reducer is imported by the first cursor made, not by a tail read
-    from app.session.history import ToolHistory, ToolHistoryReducer
+    from app.session.tool_history import ToolHistory, ToolHistoryReducer
 
 CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
@@ -125,7 +125,7 @@ class Cursor:
             event = chain.event(header_seq)
             assert event.type == "request/header"
             header = event.data
-        from app.session.history import HistoryState, ToolHistoryReducer
+        from app.session.tool_history import HistoryState, ToolHistoryReducer
 
         reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
         return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
@@ -724,7 +724,7 @@ def _checked_state(raw: bytes, seq: int, types: bytearray) -> list | None:  # ty
         return None
     return state
 def _empty_cursor(chain: Chain) -> Cursor:
-    from app.session.history import ToolHistoryReducer
+    from app.session.tool_history import ToolHistoryReducer
 
     return Cursor(0, 0, None, None, ToolHistoryReducer(chain.event), (), 0)
 
