@@ -33,7 +33,7 @@ from app.report.wording import (
     tool_change_line,
 )
 from app.session.events import ToolRegistryUpdate
-from app.session.view import (
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     RequestErrorItem,

@@ -16,20 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from app.session.view import (
+from app.session.view import ModelRequest, SessionView, Step, Turn
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     HeaderItem,
     Item,
-    ModelRequest,
     RequestErrorItem,
     RetryItem,
-    SessionView,
-    Step,
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
-    Turn,
     UserItem,
 )
 

@@ -238,7 +238,7 @@ class Chain:
         """The events of `seqs` (in that order) for reading only, the fast way: an event parsed
         before as it was, else the msgspec Struct of its line (validated in the pass that parses
         it; not kept), else — a line msgspec refuses — the pydantic event or the error naming the
-        line's fault, as `select` gives. `app.session.view.item_of` takes either kind.
+        line's fault, as `select` gives. `app.session.view_items.item_of` takes either kind.
 
         Lines close together are parsed in one call (`structs.decode_run`, the lines between
         them included): a window's or a tail's lines cost msgspec's parse, not a Python step each.

@@ -7,7 +7,7 @@ hold the two together on the corrupt corpus and on generated and mutated lines).
 (`Chain.validate`) feeds what it decodes to the invariant checker and drops it; every other reader
 gets the pydantic models, built from the Structs by `model_of` without validating again
 (`event_model`, a fraction of the cost of pydantic's parse), except the view's items and messages:
-`app.session.view` makes them straight from the Structs, their parts (content, usage, a failure,
+`app.session.view_items` makes them straight from the Structs, their parts (content, usage, a failure,
 a header) built as the models the same way when first read.
 """
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from app.session.errors import SessionError
 from app.session.type_codes import TYPE_CODES
-from app.session.view import ContextItem, stored_part
+from app.session.view_items import ContextItem, stored_part
 
 if TYPE_CHECKING:
     from app.session.chain import Chain

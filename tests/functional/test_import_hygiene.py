@@ -138,7 +138,7 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "app.agent.loop", "app.llm.dispatch", "httpx", "jsonschema", "mcp", "app.tools.registry",
     "app.session.store", "markdown_it",
     # The session models and the route catalog's old models: pydantic builds its classes slowly.
-    "pydantic", "pydantic_core", "app.session.events", "app.session.view",
+    "pydantic", "pydantic_core", "app.session.events", "app.session.view", "app.session.view_items",
     # The conversation's blocks (a widget class costs its Textual set-up) come with the first item.
     "app.ui.widgets.assistant_message", "app.ui.widgets.reasoning", "app.ui.widgets.tool_call",
     "app.ui.widgets.user_message", "app.ui.widgets.failure_nodes", "app.ui.widgets.markers",
