@@ -120,7 +120,7 @@ class AbortWatch:
     """Lets `abort.set()` interrupt a read in progress, and only a read: never one of the consumer's
     own awaits between two events. Each read runs in an `asyncio.timeout(None)` scope that the abort
     expires at once; asyncio then turns its own cancellation into `TimeoutError` (and leaves any
-    other cancellation of the task alone), which `stream` reports as an aborted finish."""
+    other cancellation of the task alone), which `translate_request` reports as an aborted finish."""
 
     def __init__(self, abort: asyncio.Event) -> None:
         self.abort = abort
