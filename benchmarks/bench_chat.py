@@ -49,7 +49,7 @@ from textual.widgets import Markdown  # noqa: E402
 
 from app.agent.runtime import catalog_from  # noqa: E402
 from app.llm.stream import BlockDelta, BlockStart  # noqa: E402
-from app.session.view import AssistantItem, UserItem  # noqa: E402
+from app.session.view_items import AssistantItem, UserItem  # noqa: E402
 from app.ui.app import ChatOptions, ToolscopeApp  # noqa: E402
 from app.ui.widgets.conversation import WINDOW, Conversation  # noqa: E402
 from benchmarks.sessions import write_large_session  # noqa: E402

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.session.index import VALIDATED, index_path, save_index  # noqa: E402
+from app.session.line_index import VALIDATED, index_path, save_index  # noqa: E402
 from app.session.session import Session  # noqa: E402
 from benchmarks.sessions import write_large_session  # noqa: E402
 

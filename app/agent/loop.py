@@ -46,7 +46,7 @@ from app.session.events import (
 from app.session.headers import instructions_message, needs_new_header, tool_registry_message
 from app.session.session import Session
 from app.session.store import TOOL_NOT_STARTED, SessionWriter
-from app.session.view import Message, SummaryItem, UserItem
+from app.session.view_items import Message, SummaryItem, UserItem
 from app.tools.approval import Approver
 from app.tools.registry import ToolContext, ToolOutcome, ToolRegistry
 

@@ -36,7 +36,7 @@ from app.llm.routes import Route, RouteConfigError
 from app.paths import config_file
 from app.report.model import iter_reports
 from app.session.errors import SessionError
-from app.session.indexed import IndexedView
+from app.session.indexed_view import IndexedView
 from app.session.session import Session
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Union
 
 from app.report.model import RequestReport
-from app.session.indexed import IndexedView
-from app.session.view import AssistantItem, HeaderItem, Item, RequestErrorItem, ToolCallItem
+from app.session.indexed_view import IndexedView
+from app.session.view_items import AssistantItem, HeaderItem, Item, RequestErrorItem, ToolCallItem
 
 
 @dataclass(frozen=True, slots=True)

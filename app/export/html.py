@@ -39,7 +39,7 @@ from app.report.wording import (
     tool_change_line,
 )
 from app.session.events import ToolRegistryUpdate
-from app.session.view import (
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     Message,
@@ -49,7 +49,7 @@ from app.session.view import (
     ToolResultItem,
     UserItem,
 )
-from app.session.indexed import IndexedView
+from app.session.indexed_view import IndexedView
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem;

@@ -33,7 +33,7 @@ from app.report.wording import (
     tool_change_line,
 )
 from app.session.events import ToolRegistryUpdate
-from app.session.view import (
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     RequestErrorItem,
@@ -42,7 +42,7 @@ from app.session.view import (
     ToolResultItem,
     UserItem,
 )
-from app.session.indexed import IndexedView
+from app.session.indexed_view import IndexedView
 
 _BACKTICKS = re.compile("`+")
 

@@ -18,15 +18,8 @@ from dataclasses import dataclass
 from app.i18n import _
 from app.llm.deepseek.body import summary_text
 from app.session.events import InstructionsUpdate
-from app.session.view import (
-    AssistantItem,
-    ContextItem,
-    Message,
-    ModelRequest,
-    SummaryItem,
-    ToolResultItem,
-    UserItem,
-)
+from app.session.view import ModelRequest
+from app.session.view_items import AssistantItem, ContextItem, Message, SummaryItem, ToolResultItem, UserItem
 
 LARGE_TEXT = 1024
 """Characters from which a text is shown once: a reference costs about 150 bytes of HTML."""

@@ -16,27 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from app.session.view import (
+from app.session.view import ModelRequest, SessionView, Step, Turn
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     HeaderItem,
     Item,
-    ModelRequest,
     RequestErrorItem,
     RetryItem,
-    SessionView,
-    Step,
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
-    Turn,
     UserItem,
 )
 
 if TYPE_CHECKING:  # the trajectory imports this module for its item fields, not to export
     from app.export.scrub import Scrubber
     from app.export.target import Lines
-    from app.session.indexed import IndexedView
+    from app.session.indexed_view import IndexedView
 
 FORMAT = "toolscope-session-view"
 FORMAT_VERSION = 1

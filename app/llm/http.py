@@ -1,5 +1,6 @@
-"""HTTP plumbing the streaming dialects share (docs/architecture.md §9): status → failure mapping, `Retry-After`,
-the idle timeout, and `StreamingAdapter`, which runs one SSE request through a translator.
+"""HTTP plumbing the streaming dialects share (docs/architecture.md §9): the idle timeout, transport errors, the
+reads of one request (its abort and its total deadline) and `StreamingAdapter`, which runs one SSE
+request through a translator. What a provider's error response means is `app.llm.provider_errors`'s.
 
 Every failure leaves `StreamingAdapter.stream` as an error `Finish`, never as an exception: the loop
 logs `agent/request-error` from the finish and the retry policy decides. The API key is read from
@@ -12,33 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import math
 import os
-import re
-import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from email.utils import parsedate_to_datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
-from app.i18n import N_, _
+from app.i18n import _
 from app.llm.errors import (
     AUTH,
-    CONTEXT_WINDOW_EXCEEDED,
     INVALID_REQUEST,
     MALFORMED_RESPONSE,
     MISSING_CREDENTIAL,
-    QUOTA,
-    RATE_LIMIT,
-    SERVER,
     TIMEOUT,
     TRANSPORT,
     Failure,
 )
+from app.llm.provider_errors import failure_from_error_payload, failure_from_status
 from app.llm.redact import KeyRedactor
 from app.llm.stream import Finish, StreamEvent, StreamTranslator
 from app.untrusted_json import loads
@@ -55,107 +48,13 @@ CONNECT_TIMEOUT = 15.0
 ERROR_BODY_LIMIT = 64 * 1024
 
 T = TypeVar("T")
-
-_QUOTA_WORDING = re.compile(r"quota|balance|billing|payment required", re.IGNORECASE)
-_CONTEXT_WORDING = re.compile(
-    r"context[ _-]?(length|window|limit)|maximum context|prompt is too long|too many (input )?tokens"
-    r"|input is too long|exceeds? the (model'?s? )?(maximum )?context",
-    re.IGNORECASE,
-)
-# Anthropic's error `type`s carry the status they stand for; a streamed `error` event has no status.
-_STATUS_OF_ERROR_TYPE = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "server_error": 500,
-    "overloaded_error": 529,
-    "timeout_error": 504,
-}
-_SUMMARIES = {
-    AUTH: N_("The provider refused the credentials"),
-    QUOTA: N_("The account has no quota or balance left"),
-    RATE_LIMIT: N_("The provider is rate limiting requests"),
-    CONTEXT_WINDOW_EXCEEDED: N_("The conversation does not fit the model's context window"),
-    INVALID_REQUEST: N_("The provider rejected the request"),
-    SERVER: N_("The provider failed with a server error"),
-    TIMEOUT: N_("The request timed out"),
-}
+Item = TypeVar("Item")
 
 
 def stream_timeout(idle_timeout: float) -> httpx.Timeout:
     """httpx applies the read timeout to every socket read, so it is exactly "no bytes for
     `idle_timeout` seconds", keep-alive comments included, at no cost per chunk."""
     return httpx.Timeout(idle_timeout, connect=min(CONNECT_TIMEOUT, idle_timeout))
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> int | None:
-    """Milliseconds to wait from `retry-after-ms`, or `Retry-After` in seconds or as an HTTP-date."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        with contextlib.suppress(ValueError):
-            return _non_negative_ms(float(raw_ms))
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        return _non_negative_ms(float(raw) * 1000)
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    current = time.time() if now is None else now
-    return _non_negative_ms((when.timestamp() - current) * 1000)
-
-
-def _non_negative_ms(milliseconds: float) -> int | None:
-    return max(0, math.ceil(milliseconds)) if math.isfinite(milliseconds) else None
-
-
-def failure_from_status(status: int, body: bytes, headers: Mapping[str, str]) -> Failure:
-    """An HTTP error response → its failure: code from status and wording, detail from the body."""
-    labels, detail = _error_labels_and_detail(body)
-    code = classify_failure(status, f"{labels} {detail}")
-    return _failure(code, detail, status=status, retry_after_ms=parse_retry_after(headers))
-
-
-def failure_from_error_payload(error: object) -> Failure:
-    """An error reported inside a stream (`{"error": …}` chunk, Anthropic `error` event)."""
-    labels, detail = _describe_error(error)
-    status = None
-    if isinstance(error, dict):
-        kind = error.get("type")
-        status = _STATUS_OF_ERROR_TYPE.get(kind) if isinstance(kind, str) else None
-        if status is None and type(error.get("code")) is int:
-            status = error["code"]
-    code = classify_failure(status, f"{labels} {detail}")
-    return _failure(code, detail, status=None, retry_after_ms=None)
-
-
-def classify_failure(status: int | None, wording: str) -> str:
-    """The failure code for an HTTP status (None when the stream itself reported the error)."""
-    if status in (401, 403):
-        return AUTH
-    if status == 402 or _QUOTA_WORDING.search(wording):
-        return QUOTA
-    if _CONTEXT_WORDING.search(wording) and (status is None or 400 <= status < 500):
-        return CONTEXT_WINDOW_EXCEEDED
-    if status == 429:
-        return RATE_LIMIT
-    if status == 408:
-        return TIMEOUT
-    if status is not None and status < 500:
-        return INVALID_REQUEST  # other 4xx, and a redirect: a wrong base URL, not worth a retry
-    return SERVER
 
 
 def failure_from_transport_error(
@@ -191,38 +90,6 @@ def _host_of(error: httpx.RequestError | httpx.InvalidURL) -> str | None:
     return f"{url.host}:{url.port}" if url.port is not None else url.host
 
 
-def _failure(code: str, detail: str, *, status: int | None, retry_after_ms: int | None) -> Failure:
-    summary = _(_SUMMARIES[code])
-    if status is not None:
-        summary = _("{summary} (HTTP {status})").format(summary=summary, status=status)
-    message = _("{summary}: {detail}").format(summary=summary, detail=detail) if detail else summary
-    return Failure(code=code, message=message, status=status, retry_after_ms=retry_after_ms)
-
-
-def _error_labels_and_detail(body: bytes) -> tuple[str, str]:
-    text = body.decode("utf-8", errors="replace").strip()
-    try:
-        payload = loads(text)
-    except ValueError:
-        return "", text
-    if isinstance(payload, dict) and "error" in payload:
-        return _describe_error(payload["error"])
-    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return "", payload["message"]
-    return "", text
-
-
-def _describe_error(error: object) -> tuple[str, str]:
-    """(its `type` and `code`, its message) of an error object in either dialect's shape."""
-    if isinstance(error, dict):
-        labels = " ".join(str(error[key]) for key in ("type", "code") if error.get(key) is not None)
-        message = error.get("message")
-        return labels, message if isinstance(message, str) else json.dumps(error)
-    if isinstance(error, str):
-        return "", error
-    return "", json.dumps(error)
-
-
 def unusable_key(api_key_env: str, api_key: str) -> Failure | None:
     """Why the key cannot be sent, naming its variable (never the key itself), or None."""
     if not api_key:
@@ -253,7 +120,7 @@ class AbortWatch:
     """Lets `abort.set()` interrupt a read in progress, and only a read: never one of the consumer's
     own awaits between two events. Each read runs in an `asyncio.timeout(None)` scope that the abort
     expires at once; asyncio then turns its own cancellation into `TimeoutError` (and leaves any
-    other cancellation of the task alone), which `stream` reports as an aborted finish."""
+    other cancellation of the task alone), which `translate_request` reports as an aborted finish."""
 
     def __init__(self, abort: asyncio.Event) -> None:
         self.abort = abort
@@ -323,6 +190,83 @@ class RequestDeadline:
             code=TIMEOUT,
             message=_("The request did not finish within {seconds} s.").format(seconds=f"{self.seconds:g}"),
         )
+
+
+class Read(Protocol):
+    """How a request's response is awaited: `translate_request`'s reads, each bounded by the
+    request's total deadline and interrupted by its abort."""
+
+    def __call__(self, awaitable: Awaitable[T], /) -> Awaitable[T]: ...
+
+
+class ErrorResponse(Exception):
+    """Raised where a response turns out to be an error rather than a stream (an HTTP status, a
+    body that is no event stream); `translate_request` finishes with its failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+async def translate_request(
+    translator: StreamTranslator,
+    respond: Callable[[Read], contextlib.AbstractAsyncContextManager[AsyncIterator[Item]]],
+    feed: Callable[[Item], list[StreamEvent]],
+    *,
+    api_key: str,
+    abort: asyncio.Event | None,
+    request_timeout: float,
+    errors: tuple[type[Exception], ...],
+    failure_of: Callable[[Any], Failure],
+) -> AsyncIterator[StreamEvent]:
+    """One request through `translator`, as stream events ending in exactly one `Finish`, the key
+    redacted from each (`KeyRedactor`). `respond(read)` sends the request and gives the response's
+    items, each `feed` to the translator; it awaits the response through `read` only.
+
+    The stream ends with the translator's own finish, at the items' end, at an abort (`abort` set:
+    at once, even mid-read), at the request's deadline, at an `ErrorResponse` or at one of `errors`
+    (`failure_of` says what it means); those final events come once the response is closed.
+    """
+    watch = AbortWatch(abort) if abort is not None else None
+    deadline = RequestDeadline(request_timeout)
+    redactor = KeyRedactor(api_key)
+
+    def read(awaitable: Awaitable[T]) -> Awaitable[T]:
+        return read_unless_aborted(watch, deadline.read(awaitable))
+
+    final: list[StreamEvent]
+    try:
+        try:
+            async with respond(read) as items:
+                while True:
+                    if watch is not None and watch.abort.is_set():
+                        raise StreamAborted
+                    try:
+                        item = await read(anext(items))
+                    except StopAsyncIteration:
+                        final = translator.end_of_stream()
+                        break
+                    produced = feed(item)
+                    if translator.finished:
+                        final = produced
+                        break
+                    for event in produced:
+                        for redacted in redactor.feed(event):
+                            yield redacted
+        except ErrorResponse as error:
+            final = translator.fail(error.failure)
+        except StreamAborted:
+            final = translator.abort()
+        except RequestTimedOut:
+            final = translator.fail(deadline.failure())
+        except errors as error:
+            final = translator.fail(failure_of(error))
+        for event in final:
+            for redacted in redactor.feed(event):
+                yield redacted
+    finally:
+        if watch is not None:
+            watch.close()
 
 
 class ClientHolder:
@@ -420,79 +364,52 @@ class StreamingAdapter(ABC):
         request_headers = {k: v for k, v in headers.items() if k.lower() not in self.credential_headers}
         if api_key:
             request_headers.update(self._credential(api_key))
-        watch = AbortWatch(abort) if abort is not None else None
-        try:
-            wire_body = self._wire_body(body)
-            redactor = KeyRedactor(api_key)
-            async for event in self._exchange(translator, feed, wire_body, request_headers, watch):
-                for redacted in redactor.feed(event):
-                    yield redacted
-        finally:
-            if watch is not None:
-                watch.close()
+        wire_body = self._wire_body(body)
 
+        def respond(read: Read) -> contextlib.AbstractAsyncContextManager[AsyncIterator[ServerSentEvent]]:
+            return self._events(wire_body, request_headers, read)
 
-    async def _exchange(
-        self,
-        translator: StreamTranslator,
-        feed: Callable[[ServerSentEvent], list[StreamEvent]],
-        body: dict[str, Any],
-        headers: dict[str, str],
-        watch: AbortWatch | None,
-    ) -> AsyncIterator[StreamEvent]:
-        deadline = RequestDeadline(self.request_timeout)
+        async for event in translate_request(
+            translator,
+            respond,
+            feed,
+            api_key=api_key,
+            abort=abort,
+            request_timeout=self.request_timeout,
+            errors=(httpx.RequestError, httpx.InvalidURL),
+            failure_of=lambda error: failure_from_transport_error(error, self.idle_timeout),
+        ):
+            yield event
 
-        def read(awaitable: Awaitable[T]) -> Awaitable[T]:
-            return read_unless_aborted(watch, deadline.read(awaitable))
-
-        final: list[StreamEvent]
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                source = await read(
-                    stack.enter_async_context(
-                        aconnect_sse(
-                            self._client(),
-                            "POST",
-                            self.base_url + self.path,
-                            json=body,
-                            headers=headers,
-                            timeout=stream_timeout(self.idle_timeout),
-                        )
+    @contextlib.asynccontextmanager
+    async def _events(
+        self, body: dict[str, Any], headers: dict[str, str], read: Read
+    ) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
+        """The response's server-sent events; `ErrorResponse` for an error status or a body that
+        is no event stream."""
+        async with contextlib.AsyncExitStack() as stack:
+            source = await read(
+                stack.enter_async_context(
+                    aconnect_sse(
+                        self._client(),
+                        "POST",
+                        self.base_url + self.path,
+                        json=body,
+                        headers=headers,
+                        timeout=stream_timeout(self.idle_timeout),
                     )
                 )
-                response = source.response
-                if not response.is_success:
-                    error_body = await read(_read_capped(response))
-                    failure = failure_from_status(response.status_code, error_body, response.headers)
-                    final = translator.fail(failure)
-                elif "text/event-stream" not in response.headers.get("content-type", ""):
-                    error_body = await read(_read_capped(response))
-                    final = translator.fail(_not_an_event_stream(response, error_body))
-                else:
-                    events = source.aiter_sse()
-                    stack.push_async_callback(events.aclose)
-                    while True:
-                        if watch is not None and watch.abort.is_set():
-                            raise StreamAborted
-                        try:
-                            sse = await read(anext(events))
-                        except StopAsyncIteration:
-                            final = translator.end_of_stream()
-                            break
-                        produced = feed(sse)
-                        if translator.finished:
-                            final = produced
-                            break
-                        for event in produced:
-                            yield event
-        except StreamAborted:
-            final = translator.abort()
-        except RequestTimedOut:
-            final = translator.fail(deadline.failure())
-        except (httpx.RequestError, httpx.InvalidURL) as error:
-            final = translator.fail(failure_from_transport_error(error, self.idle_timeout))
-        for event in final:
-            yield event
+            )
+            response = source.response
+            if not response.is_success:
+                error_body = await read(_read_capped(response))
+                raise ErrorResponse(failure_from_status(response.status_code, error_body, response.headers))
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                error_body = await read(_read_capped(response))
+                raise ErrorResponse(_not_an_event_stream(response, error_body))
+            events = source.aiter_sse()
+            stack.push_async_callback(events.aclose)
+            yield events
 
 
 def _not_an_event_stream(response: httpx.Response, body: bytes) -> Failure:

@@ -16,8 +16,9 @@ from typing import Literal
 from app.i18n import _
 from app.llm.routes import Route
 from app.session.events import RequestHeaderData, ToolDefinition
-from app.session.history import HistoryUpdate, ToolHistory
-from app.session.view import ContextItem, Message, ModelRequest
+from app.session.tool_history import HistoryUpdate, ToolHistory
+from app.session.view import ModelRequest
+from app.session.view_items import ContextItem, Message
 
 DeclarationState = Literal["initial", "added", "retained-removed", "explicit-deferred"]
 BlockKind = Literal["tool_addition", "tool_removal", "text"]

@@ -1,9 +1,10 @@
 """A session and its parent chain opened through line indexes (docs/architecture.md §5).
 
-Opening reads the header lines and brings each file's line index up to date (`app.session.index`);
-no event is parsed and no file is read whole. Events are then read by seq range, each line
-validated strictly on its own when it is read (`event`, `events`); the cross-event rules need the
-whole log in order, which `validate` does as a stream of progress reports.
+Opening reads the header lines and brings each file's line index up to date
+(`app.session.line_index`); no event is parsed and no file is read whole. Events are then read by
+seq range, each line validated strictly on its own when it is read (`event`, `events`); the
+cross-event rules need the whole log in order, which `validate` does as a stream of progress
+reports.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from pathlib import Path
 from app.i18n import _
 from app.session import structs
 from app.session.errors import SessionCorruptionError, SessionNotFoundError, StaleIndexError
-from app.session.index import TYPE_CODES, UNKNOWN, LineIndex, index_path, open_index, type_code
 from app.session.invariants import InvariantChecker
-from app.session.models import events  # a log is read through Structs; models are built when asked
+from app.session.lazy_events import events  # a log is read through Structs; models are built when asked
+from app.session.line_index import LineIndex, index_path, open_index
 from app.session.reader import (
     EventLineError,
     ParentResolver,
@@ -30,6 +31,7 @@ from app.session.reader import (
     parse_line,
     read_header_line,
 )
+from app.session.type_codes import TYPE_CODES, UNKNOWN, type_code
 from app.untrusted_json import loads
 
 EVENT_CACHE_SIZE = 4096
@@ -157,13 +159,6 @@ class Chain:
         own = self.own
         return own.index.block_counts() if self.types is own.index.types else None
 
-    def type_at(self, seq: int) -> int:
-        segment, line = self.locate(seq)
-        if line < len(segment.index):
-            return segment.index.types[line]
-        assert segment.last_line is not None
-        return type_code(segment.last_line)
-
     def line_number(self, seq: int) -> tuple[Path, int]:
         segment, line = self.locate(seq)
         return segment.path, line + 2
@@ -243,7 +238,7 @@ class Chain:
         """The events of `seqs` (in that order) for reading only, the fast way: an event parsed
         before as it was, else the msgspec Struct of its line (validated in the pass that parses
         it; not kept), else — a line msgspec refuses — the pydantic event or the error naming the
-        line's fault, as `select` gives. `app.session.view.item_of` takes either kind.
+        line's fault, as `select` gives. `app.session.view_items.item_of` takes either kind.
 
         Lines close together are parsed in one call (`structs.decode_run`, the lines between
         them included): a window's or a tail's lines cost msgspec's parse, not a Python step each.

@@ -7,10 +7,10 @@ on the same canonical form to tell a changed definition from an unchanged one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
-from app.session.models import events  # imported by the loop's calls below, not by a log's readers
+from app.session.lazy_events import events  # imported by the loop's calls below, not by a log's readers
 
 _CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -22,10 +22,6 @@ def canonical_json(value: Any) -> str:
 
 def canonical_tool(tool: events.ToolDefinition) -> str:
     return canonical_json(tool.to_json())
-
-
-def same_definition(a: events.ToolDefinition, b: events.ToolDefinition) -> bool:
-    return a is b or canonical_tool(a) == canonical_tool(b)
 
 
 def canonical_header(header: events.RequestHeaderData) -> str:
@@ -97,7 +93,3 @@ def instructions_message(
     if previous is None or previous.system == current.system:
         return None
     return events.InstructionsUpdate(id=message_id, text=current.system, header_seq=current_seq)
-
-
-def tools_by_name(tools: Sequence[events.ToolDefinition]) -> dict[str, events.ToolDefinition]:
-    return {tool.name: tool for tool in tools}

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from app.i18n import _
-from app.session.index import TYPE_CODES, TYPE_NAMES
-from app.session.models import events  # imported when first used: events are read by their `type` tag
+from app.session.lazy_events import events  # imported when first used: events are read by their `type` tag
+from app.session.type_codes import TYPE_CODES, TYPE_NAMES
 
 # Events that happen inside a model step and carry its `turn` and `step`.
 STEP_EVENT_TYPES = frozenset(
@@ -183,7 +183,7 @@ class InvariantChecker:
         return len(self._types)
 
     def types(self, start: int, stop: int) -> bytearray:
-        """The type codes (`app.session.index.TYPE_CODES`) of the events fed at seqs `start..stop-1`."""
+        """The type codes (`app.session.type_codes.TYPE_CODES`) of the events fed at seqs `start..stop-1`."""
         return self._types[start:stop]
 
     @property
@@ -219,7 +219,7 @@ class InvariantChecker:
         cls, state: dict[str, Any], types: bytes | bytearray, ids: bytes, event_at: EventAt
     ) -> InvariantChecker:
         """The checker `state_json` and `ids_record` described; `types` the code
-        (`app.session.index.TYPE_CODES`) of every event before `next`, `event_at` reads them.
+        (`app.session.type_codes.TYPE_CODES`) of every event before `next`, `event_at` reads them.
         Raises ValueError (or KeyError, TypeError) on a state it cannot use."""
         if len(types) < state["next"]:
             raise ValueError("the event types do not match the checker state")

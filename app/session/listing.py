@@ -7,7 +7,7 @@ or `{"type":"request/header"` (inside a JSON string the quotes would be escaped,
 only start a line), and lines are counted by the newlines of each chunk. The search is believed
 only where every line around it starts with `{"type":"` and an unescaped type (`_plain`); a line
 spelt any other way (written by another program: spaces, escapes, `type` not first) is classified
-by parsing it (`app.session.index.declared_type`, the index's slow reference), so it is never
+by parsing it (`app.session.line_index.declared_type`, the index's slow reference), so it is never
 missed.
 Summaries are cached in `<data home>/cache/sessions-index.json`, keyed by file name and checked
 against size, mtime, ctime and inode (an edit in place that restores the size and the mtime still
@@ -311,7 +311,7 @@ def _plain(lines: bytes) -> bool:
 def _typed(lines: bytes, name: str) -> list[bytes]:
     """The lines of type `name` among complete `lines`, each spelling read by parsing: the slow
     path, for lines that are not `_plain`."""
-    from app.session.index import declared_type  # deferred: only another program's spelling needs it
+    from app.session.type_codes import declared_type  # deferred: only another program's spelling needs it
 
     marker = b'{"type":"' + name.encode() + b'"'
     found = []

@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from app.i18n import _
+from app.session import structs
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
 from app.session.ids import FORMAT_VERSION
-from app.session.index import AMBIGUOUS, TYPE_CODES, UNKNOWN, declared_type, prefix_code
 from app.session.invariants import InvariantChecker
-from app.session.models import events  # imported by the first line msgspec refuses: the models judge it
+from app.session.lazy_events import events  # imported by the first line msgspec refuses: the models judge it
+from app.session.type_codes import AMBIGUOUS, TYPE_CODES, UNKNOWN, declared_type, prefix_code
 from app.untrusted_json import loads
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
-
-    from app.session import structs
 
 BOM = b"\xef\xbb\xbf"
 
@@ -49,9 +48,7 @@ class EventLineError(Exception):
 
 def parse_header_line(path: Path, line: bytes) -> events.SessionHeader:
     """The header of line 1 as its model; SessionCorruptionError (or UnsupportedFormatError) if invalid."""
-    from app.session.structs import model_of  # (it reads this module)
-
-    return model_of(read_header_line(path, line))  # type: ignore[no-any-return]
+    return structs.model_of(read_header_line(path, line))  # type: ignore[no-any-return]  # type: ignore[no-any-return]
 
 
 def read_header_line(path: Path, line: bytes) -> events.SessionHeader | structs.SessionHeader:
@@ -88,9 +85,7 @@ def read_header_line(path: Path, line: bytes) -> events.SessionHeader | structs.
                 version=version, known=FORMAT_VERSION
             ),
         )
-    from app.session.structs import decode_header  # (it reads this module)
-
-    header = decode_header(line)
+    header = structs.decode_header(line)
     if header is not None:
         return header
     from pydantic import ValidationError

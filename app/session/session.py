@@ -2,9 +2,9 @@
 
 Opening is cheap whatever the size of the log (docs/architecture.md §5): `Session.open` reads the header lines
 and the line indexes (`app.session.chain`); `view()` builds what is asked for from fold checkpoints
-(`app.session.indexed`). Strict validation of every line against the format and the invariants is
-a separate stream, `validation()`, that a viewer drives in the background while it already shows
-the log; `load()` runs it to the end (the writer does, before it appends anything).
+(`app.session.indexed_view`). Strict validation of every line against the format and the
+invariants is a separate stream, `validation()`, that a viewer drives in the background while it
+already shows the log; `load()` runs it to the end (the writer does, before it appends anything).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 from app.i18n import _
 from app.session.chain import Chain, open_chain
 from app.session.errors import SessionCorruptionError, StaleIndexError
-from app.session.index import VALIDATED, save_index
-from app.session.indexed import IndexedView
-from app.session.models import events  # imported when first used: a log is read through Structs
-from app.session.view import SessionView
+from app.session.indexed_view import IndexedView
 from app.session.invariants import InvariantChecker
+from app.session.lazy_events import events  # imported when first used: a log is read through Structs
+from app.session.line_index import VALIDATED, save_index
 from app.session.reader import ParentResolver, TornTail, parse_line
+from app.session.view import SessionView
 
 if TYPE_CHECKING:
-    from app.session.history import ToolHistory
+    from app.session.tool_history import ToolHistory
 
 
 class Session:

@@ -22,9 +22,9 @@ from app.i18n import _
 from app.paths import ensure_private_dir, sessions_dir
 from app.session.errors import SessionInUseError, SessionLockedError, SessionNotFoundError
 from app.session.ids import FORMAT_VERSION, SESSION_ID_PATTERN, session_file
-from app.session.index import index_path
 from app.session.invariants import InvalidEventError, PendingCall
-from app.session.models import events  # imported by the first event written, not to open a log
+from app.session.lazy_events import events  # imported by the first event written, not to open a log
+from app.session.line_index import index_path
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 

@@ -7,7 +7,7 @@ hold the two together on the corrupt corpus and on generated and mutated lines).
 (`Chain.validate`) feeds what it decodes to the invariant checker and drops it; every other reader
 gets the pydantic models, built from the Structs by `model_of` without validating again
 (`event_model`, a fraction of the cost of pydantic's parse), except the view's items and messages:
-`app.session.view` makes them straight from the Structs, their parts (content, usage, a failure,
+`app.session.view_items` makes them straight from the Structs, their parts (content, usage, a failure,
 a header) built as the models the same way when first read.
 """
 
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_
 import msgspec
 
 from app.session.ids import SESSION_ID_PATTERN
-from app.session.models import events  # imported by the first model built (`_Builders`), not by a read
-from app.session.index import TYPE_CODES, UNKNOWN, prefix_code
+from app.session.lazy_events import events  # imported by the first model built (`_Builders`), not by a read
+from app.session.type_codes import TYPE_CODES, UNKNOWN, prefix_code
 from app.untrusted_json import MAX_DEPTH
 
 if TYPE_CHECKING:

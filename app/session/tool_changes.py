@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.session.errors import SessionError
-from app.session.index import TYPE_CODES
-from app.session.view import ContextItem, stored_part
+from app.session.type_codes import TYPE_CODES
+from app.session.view_items import ContextItem, stored_part
 
 if TYPE_CHECKING:
     from app.session.chain import Chain

@@ -26,7 +26,7 @@ from app.i18n import N_, _, ngettext
 from app.session.errors import SessionError, SessionLockedError
 from app.ui import keymap, slash
 from app.ui.commands import EXPORT_COMMANDS, SCREEN_COMMANDS, SystemCommands
-from app.ui.history import append_history, keeps, load_history
+from app.ui.prompt_history import append_history, keeps, load_history
 from app.ui.messages import ProblemReported, PromptSubmitted
 from app.ui.palette import ChatCommands
 from app.ui.screens.chat import ChatScreen

@@ -57,14 +57,6 @@ class ProblemReported(Message):
         self.problem = problem
 
 
-class TurnFinished(Message):
-    """The running turn ended (completed, failed, cancelled)."""
-
-
-class SessionReady(Message):
-    """The session is open (or could only be opened read-only) and its view is reduced."""
-
-
 class PromptSubmitted(Message):
     """The composer's text, sent with Enter."""
 

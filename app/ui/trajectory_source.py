@@ -13,7 +13,7 @@ from pathlib import Path
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionNotFoundError
-from app.session.outline import index_is_current, index_with_progress, validate_elsewhere
+from app.session.background_scans import index_is_current, index_with_progress, validate_elsewhere
 from app.session.reader import parse_header_line
 from app.session.session import Session
 from app.session.view import SessionView

@@ -21,9 +21,9 @@ from pydantic import TypeAdapter
 from app.export.view_json import ITEM_KINDS
 from app.llm.routes import load_catalog
 from app.session.events import ToolRegistryUpdate
-from app.session.history import ToolHistory
+from app.session.tool_history import ToolHistory
 from app.session.session import Session
-from app.session.view import ContextItem
+from app.session.view_items import ContextItem
 from tests.functional.test_inspect import worked_example, write_session
 from tests.support.builder import tool
 

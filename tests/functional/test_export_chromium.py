@@ -15,7 +15,7 @@ import pytest
 
 from app.llm.routes import load_catalog
 from app.session.session import Session
-from app.session.view import ContextItem, ToolResultItem, UserItem
+from app.session.view_items import ContextItem, ToolResultItem, UserItem
 from tests.functional.test_export import crafted_log, toolscope
 from tests.functional.test_export_large_texts import large_log, seq_of
 from tests.functional.test_inspect import write_session

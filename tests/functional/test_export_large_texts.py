@@ -18,7 +18,7 @@ import pytest
 
 from app.llm.routes import load_catalog
 from app.session.session import Session
-from app.session.view import ContextItem, ToolResultItem, UserItem
+from app.session.view_items import ContextItem, ToolResultItem, UserItem
 from benchmarks.sessions import write_large_session
 from tests.functional.test_export import TOOLSCOPE, export
 from tests.functional.test_inspect import write_session

@@ -90,6 +90,24 @@ def test_version_imports_nothing_heavy(command: list[str]) -> None:
     assert heavy == [], f"`toolscope --version` imported {heavy}"
 
 
+APP = Path(__file__).resolve().parents[2] / "app"
+PURE_STREAM_MODULES = sorted(
+    ".".join(path.relative_to(APP.parent).with_suffix("").parts)
+    for path in [*APP.glob("llm/*/translator.py"), *APP.glob("llm/*/wire.py"), APP / "llm" / "provider_errors.py"]
+)
+"""What reads a provider's stream or error body: pure functions of bytes and JSON, testable and
+reusable without an HTTP client."""
+
+
+@pytest.mark.parametrize("module", PURE_STREAM_MODULES)
+def test_the_stream_translators_do_not_import_httpx(module: str) -> None:
+    script = f"import importlib, json, sys; importlib.import_module({module!r}); print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    imported = json.loads(result.stdout)
+    assert [name for name in imported if name == "httpx" or name.startswith("httpx.")] == []
+
+
 CHAT_FIRST_FRAME = textwrap.dedent(
     """
     import gc, json, sys
@@ -120,7 +138,7 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "app.agent.loop", "app.llm.dispatch", "httpx", "jsonschema", "mcp", "app.tools.registry",
     "app.session.store", "markdown_it",
     # The session models and the route catalog's old models: pydantic builds its classes slowly.
-    "pydantic", "pydantic_core", "app.session.events", "app.session.view",
+    "pydantic", "pydantic_core", "app.session.events", "app.session.view", "app.session.view_items",
     # The conversation's blocks (a widget class costs its Textual set-up) come with the first item.
     "app.ui.widgets.assistant_message", "app.ui.widgets.reasoning", "app.ui.widgets.tool_call",
     "app.ui.widgets.user_message", "app.ui.widgets.failure_nodes", "app.ui.widgets.markers",

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.session.index import COUNT_BLOCK, INDEX_MAGIC, index_path
+from app.session.line_index import COUNT_BLOCK, INDEX_MAGIC, index_path
 from app.session.seal import SEAL_BYTES, seal
 
 

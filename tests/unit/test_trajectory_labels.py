@@ -45,7 +45,8 @@ def test_a_prose_line_reads_as_the_parse_reads_it(line: str) -> None:
 
 
 def turn_label(prompt: str, end_reason: str | None = "completed") -> str:
-    from app.session.view import Turn, UserItem
+    from app.session.view import Turn
+    from app.session.view_items import UserItem
     from app.ui.widgets.trajectory_model import Entry, entry_label
 
     turn = Turn(number=12, seq=40, items=[UserItem(seq=41, id="u-1", text=prompt)], end_seq=60, end_reason=end_reason)

@@ -27,7 +27,7 @@ from app.llm.deepseek.body import (
     summary_text,
 )
 from app.llm.projection import Declaration, ProjectedRequest
-from app.session.view import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
+from app.session.view_items import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
 from app.untrusted_json import loads
 
 DEFAULT_MAX_TOKENS = 32_000

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from app.i18n import _
 from app.llm.errors import MALFORMED_RESPONSE, Failure
-from app.llm.http import failure_from_error_payload
+from app.llm.provider_errors import failure_from_error_payload
 from app.llm.stream import BlockKind, OpenToolCall, StreamEvent, StreamTranslator, UsageReport, identity
 
 _TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})

@@ -14,7 +14,7 @@ from typing import Any
 from app.llm.projection import Declaration, ProjectedRequest, UpdateBlock
 from app.llm.routes import ReasoningHistory
 from app.llm.stream import is_json_object
-from app.session.view import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
+from app.session.view_items import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (it was compacted):\n\n"
 """Put before a compaction summary sent as a user message. Fixed English on purpose: the model reads

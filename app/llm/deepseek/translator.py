@@ -25,7 +25,7 @@ import json
 
 from app.i18n import _
 from app.llm.errors import MALFORMED_RESPONSE, SERVER, Failure
-from app.llm.http import failure_from_error_payload
+from app.llm.provider_errors import failure_from_error_payload
 from app.llm.stream import OpenToolCall, StreamEvent, StreamTranslator, UsageReport, identity
 
 _decode = json.JSONDecoder().decode

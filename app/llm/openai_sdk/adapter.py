@@ -8,8 +8,9 @@ client does the HTTP and this maps its results onto the same contract as the oth
   used.
 - The client ends its iteration at `[DONE]` and at a clean EOF alike. The response counts as
   complete when its choice reported a finish reason; an end before that is `STREAM_CLOSED`.
-- Exceptions become failures through `app.llm.http`'s mapping (status and wording, `Retry-After`,
-  transport errors), so the codes and messages are the other adapters' own. Failures always
+- Exceptions become failures through the other adapters' mapping (`app.llm.provider_errors` for
+  status and wording, `Retry-After`; `app.llm.http` for transport errors), so the codes and
+  messages are the other adapters' own; the request runs through their `translate_request`. Failures always
   arrive as an error `Finish`; `abort` and cancellation behave as in `StreamingAdapter.stream`.
 - Retries are the loop's job: the client never retries (`max_retries=0`).
 """
@@ -17,11 +18,12 @@ client does the HTTP and this maps its results onto the same contract as the oth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import httpx
 import openai
@@ -30,27 +32,18 @@ from openai.resources.chat.completions import AsyncCompletions
 from app.i18n import _
 from app.llm.deepseek.translator import DeepSeekTranslator
 from app.llm.errors import MALFORMED_RESPONSE, Failure
-
-# The abort watch and the failure mapping are the HTTP adapters' own, shared rather than re-implemented.
 from app.llm.http import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
-    AbortWatch,
     ClientHolder,
-    RequestDeadline,
-    RequestTimedOut,
-    StreamAborted,
-    failure_from_error_payload,
-    failure_from_status,
+    Read,
     failure_from_transport_error,
-    read_unless_aborted,
     stream_timeout,
+    translate_request,
     unusable_key,
 )
-from app.llm.redact import KeyRedactor
+from app.llm.provider_errors import failure_from_error_payload, failure_from_status
 from app.llm.stream import Finish, StreamEvent
-
-T = TypeVar("T")
 
 _CALL_SWITCHES = frozenset({"stream", "stream_options", "extra_headers", "extra_query", "extra_body", "timeout"})
 _SDK_PARAMETERS = frozenset(inspect.signature(AsyncCompletions.create).parameters) - {"self"} - _CALL_SWITCHES
@@ -111,15 +104,23 @@ class OpenAISdkAdapter:
             max_retries=0,
             timeout=stream_timeout(self.idle_timeout),
         )
-        watch = AbortWatch(abort) if abort is not None else None
-        try:
-            redactor = KeyRedactor(api_key)
-            async for event in self._exchange(client, self._arguments(body, headers, api_key), watch):
-                for redacted in redactor.feed(event):
-                    yield redacted
-        finally:
-            if watch is not None:
-                watch.close()
+        arguments = self._arguments(body, headers, api_key)
+        translator = DeepSeekTranslator()
+
+        def respond(read: Read) -> contextlib.AbstractAsyncContextManager[AsyncIterator[str]]:
+            return _payloads(client, arguments, read)
+
+        async for event in translate_request(
+            translator,
+            respond,
+            translator.feed,
+            api_key=api_key,
+            abort=abort,
+            request_timeout=self.request_timeout,
+            errors=(openai.APIError, json.JSONDecodeError),
+            failure_of=self._failure,
+        ):
+            yield event
 
     def _arguments(self, body: Mapping[str, Any], headers: Mapping[str, str], api_key: str) -> dict[str, Any]:
         """`create()`'s arguments: the body (its `model` wins over the route's) with streaming and
@@ -143,56 +144,13 @@ class OpenAISdkAdapter:
             "extra_body": {key: value for key, value in wire.items() if key not in _SDK_PARAMETERS} or None,
         }
 
-    async def _exchange(
-        self, client: openai.AsyncOpenAI, arguments: dict[str, Any], watch: AbortWatch | None
-    ) -> AsyncIterator[StreamEvent]:
-        deadline = RequestDeadline(self.request_timeout)
-
-        def read(awaitable: Awaitable[T]) -> Awaitable[T]:
-            return read_unless_aborted(watch, deadline.read(awaitable))
-
-        translator = DeepSeekTranslator()
-        chunks: openai.AsyncStream[Any] | None = None
-        final: list[StreamEvent]
-        try:
-            chunks = await read(client.chat.completions.create(**arguments))
-            finish_reported = False
-            while True:
-                if watch is not None and watch.abort.is_set():
-                    raise StreamAborted
-                try:
-                    chunk = await read(anext(chunks))
-                except StopAsyncIteration:
-                    final = translator.feed("[DONE]") if finish_reported else translator.end_of_stream()
-                    break
-                finish_reported = finish_reported or _reports_finish(chunk)
-                produced = translator.feed(_payload(chunk))
-                if translator.finished:
-                    final = produced
-                    break
-                for event in produced:
-                    yield event
-        except StreamAborted:
-            final = translator.abort()
-        except RequestTimedOut:
-            final = translator.fail(deadline.failure())
-        except openai.APIError as error:
-            final = translator.fail(self._failure(error))
-        except json.JSONDecodeError:
+    def _failure(self, error: openai.APIError | json.JSONDecodeError) -> Failure:
+        if isinstance(error, json.JSONDecodeError):
             # The client parses each `data:` payload itself and gives up on one that is not JSON.
-            final = translator.fail(
-                Failure(
-                    code=MALFORMED_RESPONSE,
-                    message=_("The provider sent a malformed stream chunk ({member}).").format(member="data"),
-                )
+            return Failure(
+                code=MALFORMED_RESPONSE,
+                message=_("The provider sent a malformed stream chunk ({member}).").format(member="data"),
             )
-        finally:
-            if chunks is not None:
-                await chunks.close()
-        for event in final:
-            yield event
-
-    def _failure(self, error: openai.APIError) -> Failure:
         if isinstance(error, openai.APIStatusError):
             # The client has read the error body; classify it from the bytes like the HTTP adapters.
             response = error.response
@@ -201,6 +159,30 @@ class OpenAISdkAdapter:
             return failure_from_transport_error(_transport_cause(error), self.idle_timeout)
         # An `error` member inside the stream: the client raises it with the member as `body`.
         return failure_from_error_payload(error.body)
+
+
+@contextlib.asynccontextmanager
+async def _payloads(
+    client: openai.AsyncOpenAI, arguments: dict[str, Any], read: Read
+) -> AsyncIterator[AsyncIterator[str]]:
+    """The response's chunks as the JSON payloads the translator reads, then `[DONE]` if a choice
+    reported its finish (the client ends at `[DONE]` and at a clean EOF alike)."""
+    chunks = await read(client.chat.completions.create(**arguments))
+    payloads = _payloads_of(chunks)
+    try:
+        yield payloads
+    finally:
+        await payloads.aclose()
+        await chunks.close()
+
+
+async def _payloads_of(chunks: openai.AsyncStream[Any]) -> AsyncIterator[str]:
+    finish_reported = False
+    async for chunk in chunks:
+        finish_reported = finish_reported or _reports_finish(chunk)
+        yield _payload(chunk)
+    if finish_reported:
+        yield "[DONE]"
 
 
 def _payload(chunk: object) -> str:

@@ -15,7 +15,7 @@ from app.ui.widgets.block import Block, PlainBackground
 from app.ui.widgets.reasoning import Reasoning
 
 if TYPE_CHECKING:
-    from app.session.view import AssistantItem
+    from app.session.view_items import AssistantItem
     from app.ui.widgets.reply_text import ReplyText
 
 

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from app.i18n import N_, _, ngettext
 from app.terminal import printable
 from app.ui import keymap, slash
-from app.ui.history import LARGE_PASTE_CHARS, PromptHistory, keeps
+from app.ui.prompt_history import LARGE_PASTE_CHARS, PromptHistory, keeps
 from app.ui.messages import PromptSubmitted
 from app.ui.text import line_count, literal
 from app.ui.type_ahead import take_typed

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from app.agent.notices import instructions_notice, tool_change_notice
 from app.i18n import N_, _
-from app.session.view import ContextItem, stored_part
+from app.session.view_items import ContextItem, stored_part
 from app.ui.text import literal
 from app.ui.widgets.block import Block, ExpandsOnClick
 

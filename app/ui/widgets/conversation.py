@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     # The session models (pydantic) and the blocks' widgets are imported with the first item or
     # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
-    from app.session.indexed import IndexedView, TurnBounds
+    from app.session.indexed_view import IndexedView, TurnBounds
     from app.session.tool_changes import ChangedTool
-    from app.session.view import ContextItem, Item
+    from app.session.view_items import ContextItem, Item
     from app.ui.widgets.assistant_message import AssistantBlock
     from app.ui.widgets.tool_call import ToolCallBlock
 
@@ -216,7 +216,7 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
         self.anchor()
 
     async def add_item(self, item: Item) -> None:
-        from app.session.view import AssistantItem, RequestErrorItem
+        from app.session.view_items import AssistantItem, RequestErrorItem
         from app.ui.widgets.assistant_message import AssistantMessage
 
         if isinstance(item, (AssistantItem, RequestErrorItem)):
@@ -281,7 +281,7 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
 
     def _blocks_of(self, entry: Entry, *, live: bool) -> list[Block]:
         """The new blocks one log entry adds (a tool call or result updates its call's block)."""
-        from app.session.view import (
+        from app.session.view_items import (
             AssistantItem,
             ContextItem,
             RequestErrorItem,

@@ -10,12 +10,12 @@ from textual.widgets import Static
 from textual.timer import Timer
 
 from app.i18n import _
-from app.session.view import stored_part
+from app.session.view_items import stored_part
 from app.ui.text import literal
 from app.ui.widgets.block import Block
 
 if TYPE_CHECKING:
-    from app.session.view import RequestErrorItem, RetryItem
+    from app.session.view_items import RequestErrorItem, RetryItem
 
 
 class ErrorNode(Static):

@@ -11,7 +11,7 @@ from app.ui.text import literal
 from app.ui.widgets.block import Block, ExpandsOnClick
 
 if TYPE_CHECKING:
-    from app.session.view import SummaryItem
+    from app.session.view_items import SummaryItem
 
 
 class CompactionNode(ExpandsOnClick, Static, can_focus=True):

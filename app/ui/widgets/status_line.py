@@ -23,7 +23,7 @@ class Usage:
 
     def count(self, item: object) -> None:
         """Fold one item of the view into the figures (live and on resume alike)."""
-        from app.session.view import AssistantItem, HeaderItem, RetryItem, SummaryItem
+        from app.session.view_items import AssistantItem, HeaderItem, RetryItem, SummaryItem
 
         if isinstance(item, AssistantItem) and item.usage is not None:
             usage = item.usage

@@ -12,13 +12,13 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from app.i18n import N_, _
-from app.session.view import stored_part
+from app.session.view_items import stored_part
 from app.ui.text import clip_lines, literal
 from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
     from app.session import structs
-    from app.session.view import ToolResultItem
+    from app.session.view_items import ToolResultItem
 
 COLLAPSED_LINES = 6
 ARGUMENT_CHARS = 200

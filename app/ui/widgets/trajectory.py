@@ -18,7 +18,8 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from app.i18n import N_, _, ngettext
-from app.session.view import AssistantItem, ContextItem, Step, ToolCallItem, Turn
+from app.session.view import Step, Turn
+from app.session.view_items import AssistantItem, ContextItem, ToolCallItem
 from app.ui import keymap
 from app.ui.text import literal_text
 from app.ui.widgets.trajectory_index import GROUP_SPAN, IndexedTrajectory, Trajectory

@@ -24,9 +24,9 @@ from typing import overload
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionError
-from app.session.index import TYPE_CODES
-from app.session.indexed import Positions
-from app.session.outline import (
+from app.session.type_codes import TYPE_CODES
+from app.session.event_positions import Positions
+from app.session.background_scans import (
     ESCAPED_PRINTABLE,
     SCAN_BATCH,
     every_line,
@@ -37,7 +37,8 @@ from app.session.outline import (
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.tool_changes import ChangedTool, changed_tools
-from app.session.view import ContextItem, HeaderItem, Item, Step, ToolResultItem, Turn, item_of
+from app.session.view import Step, Turn
+from app.session.view_items import ContextItem, HeaderItem, Item, ToolResultItem, item_of
 from app.ui.widgets.trajectory_model import (
     KINDS,
     Entry,

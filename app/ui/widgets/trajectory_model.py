@@ -22,20 +22,17 @@ from app.agent.notices import instructions_notice, tool_change_notice
 from app.export.view_json import item_json, step_fields, turn_fields
 from app.i18n import N_, _, ngettext
 from app.session.events import ToolRegistryUpdate
-from app.session.view import (
+from app.session.view import ModelRequest, SessionView, Step, Turn
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     HeaderItem,
     Item,
-    ModelRequest,
     RequestErrorItem,
     RetryItem,
-    SessionView,
-    Step,
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
-    Turn,
     UserItem,
 )
 from app.session.tool_changes import ChangedTool, changed_tools

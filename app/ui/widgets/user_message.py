@@ -18,7 +18,7 @@ from app.ui.text import clip_lines, line_count, literal
 from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
-    from app.session.view import UserItem
+    from app.session.view_items import UserItem
 
 COLLAPSED_LINES = 12
 SHOWN_LINES = 1_000

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from app.llm.projection import project_request
 from app.session.events import ToolRegistryUpdate
-from app.session.view import ContextItem
+from app.session.view_items import ContextItem
 from app.ui.screens.help import HelpScreen
 from app.ui.widgets import approval
 from app.ui.widgets.approval import ApprovalPrompt

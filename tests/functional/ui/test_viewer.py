@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.session.view import (
+from app.session.view import Turn
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     RequestErrorItem,
@@ -17,7 +18,6 @@ from app.session.view import (
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
-    Turn,
     UserItem,
 )
 from app.ui.screens.inspector import InspectorScreen

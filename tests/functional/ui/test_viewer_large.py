@@ -15,9 +15,10 @@ import pytest
 from textual.widgets import Input
 
 from app.session.events import UserMessageData, encode_event, make_event
-from app.session.index import index_path
+from app.session.line_index import index_path
 from app.session.session import Session
-from app.session.view import ToolResultItem, Turn, UserItem
+from app.session.view import Turn
+from app.session.view_items import ToolResultItem, UserItem
 from app.ui import trajectory_source
 from app.ui.widgets import trajectory, trajectory_index
 from app.ui.screens.viewer import TrajectoryScreen

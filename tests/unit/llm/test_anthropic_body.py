@@ -26,7 +26,7 @@ from app.llm.deepseek.body import SUMMARY_PREFIX, WireRequest
 from app.llm.projection import BlockGroup, Declaration, ProjectedRequest, UpdateBlock
 from app.llm.routes import DEFAULT_TOOL_UPDATE_BETA
 from app.session.events import ReasoningContent, TextContent, ToolCallContent, ToolDefinition
-from app.session.view import AssistantItem, SummaryItem, ToolResultItem, UserItem
+from app.session.view_items import AssistantItem, SummaryItem, ToolResultItem, UserItem
 from tests.support.oracles import assert_valid_anthropic_body
 
 KNOWN_BETAS = typing.get_args(typing.get_args(AnthropicBetaParam)[1])

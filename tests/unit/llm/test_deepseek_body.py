@@ -17,7 +17,7 @@ from app.session.events import (
     ToolCallContent,
     ToolDefinition,
 )
-from app.session.view import AssistantItem, ContextItem, SummaryItem, ToolResultItem, UserItem
+from app.session.view_items import AssistantItem, ContextItem, SummaryItem, ToolResultItem, UserItem
 
 BETA = ("anthropic-beta", "mid-conversation-tool-changes-2026-07-01")
 

@@ -23,11 +23,11 @@ from app.llm.errors import (
     TIMEOUT,
     TRANSPORT,
 )
-from app.llm.http import (
+from app.llm.http import failure_from_transport_error
+from app.llm.provider_errors import (
     classify_failure,
     failure_from_error_payload,
     failure_from_status,
-    failure_from_transport_error,
     parse_retry_after,
 )
 from app.llm.stream import Finish, check_stream

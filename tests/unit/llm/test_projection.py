@@ -18,8 +18,9 @@ from app.llm.projection import (
     project_tool_updates,
 )
 from app.llm.routes import DEFAULT_BETA_HEADER, DEFAULT_TOOL_UPDATE_BETA, Route, load_catalog
-from app.session.history import EMPTY_HISTORY
-from app.session.view import ContextItem, SessionView
+from app.session.tool_history import EMPTY_HISTORY
+from app.session.view import SessionView
+from app.session.view_items import ContextItem
 from tests.support.builder import LogBuilder, tool
 
 READ, GREP, TIME = tool("read"), tool("grep"), tool("time")

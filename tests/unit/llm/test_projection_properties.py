@@ -27,7 +27,8 @@ from app.llm.projection import (
     project_tool_updates,
 )
 from app.llm.routes import Route, load_catalog
-from app.session.view import ContextItem, ModelRequest
+from app.session.view import ModelRequest
+from app.session.view_items import ContextItem
 from tests.support.histories import GeneratedLog, session_logs
 
 CATALOG = load_catalog()

@@ -22,15 +22,17 @@ from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session import invariants
 from app.session.events import CompactionSummary, Envelope, Event, encode_event, encode_header
-from app.session import index as index_module
-from app.session.index import BLOCK_COUNTS, CHUNK_SIZE, COUNT_BLOCK, COUNTED_CODES, INDEX_MAGIC, INDEX_VERSION, TYPE_CODES, index_path
-from app.session import indexed
-from app.session.indexed import IndexedView
+from app.session import line_index
+from app.session.line_index import BLOCK_COUNTS, CHUNK_SIZE, COUNT_BLOCK, COUNTED_CODES, INDEX_MAGIC, INDEX_VERSION, index_path
+from app.session import event_positions
+from app.session.indexed_view import IndexedView
 from app.session.invariants import InvariantChecker
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore, SessionWriter
-from app.session.view import HeaderItem, SessionView
+from app.session.type_codes import TYPE_CODES
+from app.session.view import SessionView
+from app.session.view_items import HeaderItem
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.index_cache import IndexCache
 
@@ -46,7 +48,6 @@ def _assert_same(view: IndexedView, expected: SessionView) -> None:
     assert view.messages == expected.messages
     assert view.history == expected.history
     assert view.current_header == expected.current_header
-    assert view.current_header_seq == expected.current_header_seq
     assert view.open_turn == expected.open_turn
     assert view.open_step == expected.open_step
     assert view.last_seq == expected.last_seq
@@ -158,9 +159,9 @@ def test_counting_back_from_the_end_and_by_block_totals_equal_the_full_fold(
     expected = log.view()
     with (
         tempfile.TemporaryDirectory() as directory,
-        patch.object(indexed, "BLOCK", block),
-        patch.object(index_module, "COUNT_BLOCK", block),
-        patch.object(indexed, "TAIL_SPAN", tail_span),
+        patch.object(event_positions, "BLOCK", block),
+        patch.object(line_index, "COUNT_BLOCK", block),
+        patch.object(event_positions, "TAIL_SPAN", tail_span),
     ):
         path = Path(directory) / f"{log.header.id}.jsonl"
         path.write_bytes(log.jsonl())
@@ -653,7 +654,7 @@ def test_damaged_block_counts_are_counted_again(big_log: Path, tmp_path: Path, d
     cache.sections[BLOCK_COUNTS] = table.tobytes()
     cache.write(path)  # sealed: what only a bug of toolscope's own could write
 
-    with patch.object(indexed, "TAIL_SPAN", 0):  # by block totals, not counted back from the end
+    with patch.object(event_positions, "TAIL_SPAN", 0):  # by block totals, not counted back from the end
         view = Session.open(path).view()
         found = ([view.requests[n] for n in picks], [view.turns[n] for n in (0, 1_000, 2_999)], view.items[9_000:9_200])
 

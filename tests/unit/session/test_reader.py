@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from app.session.chain import open_chain
 from app.session.errors import SessionCorruptionError
 from app.session.events import RequestHeader, ToolCall, TurnEnd, TurnStart
-from app.session.history import ToolHistoryReducer
-from app.session.chain import open_chain
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
 from app.session.store import SessionStore
+from app.session.tool_history import ToolHistoryReducer
 
 
 def test_reads_header_and_events_in_order(logs) -> None:

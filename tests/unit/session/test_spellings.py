@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from app.session import structs
 from app.session.errors import SessionCorruptionError
 from app.session.events import encode_event, encode_header
-from app.session.index import AMBIGUOUS, TYPE_CODES, UNKNOWN, LineIndex, declared_type, prefix_code, type_code
+from app.session.line_index import LineIndex
 from app.session.reader import EventLineError, decode_event_line
 from app.session.session import Session
+from app.session.type_codes import AMBIGUOUS, TYPE_CODES, UNKNOWN, declared_type, prefix_code, type_code
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.spellings import respell
 

@@ -21,7 +21,7 @@ from app.session.errors import SessionError
 from app.session.events import HEADER_ADAPTER, encode_event
 from app.session.reader import EventLineError, decode_event_line, parse_header_line
 from app.session.structs import decode_header, decode_valid, event_model
-from app.session.view import (
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     HeaderItem,

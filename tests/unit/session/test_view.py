@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-from app.session import view as view_module
-from app.session.view import (
+from app.session import view_items
+from app.session.view import SessionView
+from app.session.view_items import (
     AssistantItem,
     ContextItem,
     HeaderItem,
     RequestErrorItem,
     RetryItem,
-    SessionView,
     SummaryItem,
     ToolCallItem,
     ToolResultItem,
@@ -192,10 +192,10 @@ def test_design_worked_example_reduces_to_the_expected_snapshot_at_every_request
     "cls", [UserItem, AssistantItem, ToolCallItem, ToolResultItem, ContextItem, HeaderItem, RequestErrorItem, RetryItem, SummaryItem]
 )
 def test_an_item_made_without_its_init_is_the_one_its_init_makes(cls) -> None:  # type: ignore[no-untyped-def]
-    """The item makers set the slots directly (`view._constructors`): the item equals, hashes, prints
+    """The item makers set the slots directly (`view_items._constructors`): the item equals, hashes, prints
     and stays frozen as one made by the dataclass's own `__init__`."""
     values = [f"value {number}" for number in range(len(dataclasses.fields(cls)))]
-    (make,) = view_module._constructors(cls)
+    (make,) = view_items._constructors(cls)
     made, expected = make(*values), cls(*values)
 
     assert type(made) is cls and made == expected and hash(made) == hash(expected) and repr(made) == repr(expected)

@@ -12,43 +12,30 @@ the very object a fold from seq 0 makes (a hypothesis property checks that).
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from functools import cache
-from itertools import accumulate, repeat
+from itertools import accumulate
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar, overload
 
 from app.i18n import _
 from app.session.chain import Chain, collector_paused
 from app.session.errors import SessionCorruptionError
-from app.session.index import COUNT_BLOCK, COUNTED_CODES, TYPE_CODES, save_index
-from app.session.models import events  # imported when first used: events are read by their `type` tag
-from app.session.view import (
-    FoldSeed,
-    Item,
-    Message,
-    ModelRequest,
-    SessionView,
-    Step,
-    Turn,
-    WindowBase,
-    item_of,
-    open_step_of,
-)
+from app.session.event_positions import Positions, count_in, marking, seqs_in
+from app.session.lazy_events import events  # imported when first used: events are read by their `type` tag
+from app.session.line_index import save_index
+from app.session.type_codes import TYPE_CODES
+from app.session.view import FoldSeed, ModelRequest, SessionView, Step, Turn, WindowBase, open_step_of
+from app.session.view_items import Item, Message, item_of
 
 if TYPE_CHECKING:  # the tool-history reducer is imported by the first cursor made, not by a tail read
-    from app.session.history import ToolHistory, ToolHistoryReducer
+    from app.session.tool_history import ToolHistory, ToolHistoryReducer
 
 CHECKPOINT_EVERY = 1024
 CHECKPOINTS = "checkpoints"  # the index section that keeps them
 CHANGE_BATCH = 256  # events that change the fold state, parsed at a time
 TURN_CACHE_SIZE = 256
-BLOCK = COUNT_BLOCK  # types counted per block when looking for the n-th event of some kinds
-TAIL_SPAN = 1 << 16  # events from the end within which those are counted back from the end
 
 T = TypeVar("T")
 
@@ -68,6 +55,7 @@ _TURN_END = _codes("turn/end")
 _HEADER, _DEVELOPER = TYPE_CODES["request/header"], TYPE_CODES["developer/message"]
 _TURN_START = TURN_CODES[0]
 _PINNED = MESSAGE_CODES + _codes("compaction/summary")
+_REQUEST_MARKS, _TURN_MARKS, _STEP_MARKS = (marking(codes) for codes in (REQUEST_CODES, TURN_CODES, STEP_CODES))
 
 
 # --- the fold state at a seq --------------------------------------------------------------------
@@ -124,7 +112,7 @@ class Cursor:
             event = chain.event(header_seq)
             assert event.type == "request/header"
             header = event.data
-        from app.session.history import HistoryState, ToolHistoryReducer
+        from app.session.tool_history import HistoryState, ToolHistoryReducer
 
         reducer = ToolHistoryReducer.restore(HistoryState.from_json(history), seq - 1, chain.event)
         return cls(seq, requests, header, header_seq, reducer, tuple(pinned), window_start)
@@ -134,7 +122,7 @@ class Cursor:
         if event.type == "request/header":
             self.header, self.header_seq = event.data, event.seq
         elif event.type == "compaction/summary":
-            kept = (*self.pinned, *_positions(chain.types, MESSAGE_CODES, self.window_start, event.seq))
+            kept = (*self.pinned, *seqs_in(chain.types, MESSAGE_CODES, self.window_start, event.seq))
             self.pinned = (event.seq, *(seq for seq in kept if seq > event.data.up_to_seq))
             self.window_start = event.seq + 1
         try:
@@ -155,12 +143,12 @@ class Cursor:
         for batch in range(0, len(changes), CHANGE_BATCH):
             seqs = changes[batch : batch + CHANGE_BATCH]
             for seq, event in zip(seqs, chain.select(seqs)):
-                self.requests += _count(types, REQUEST_CODES, self.seq, seq)
+                self.requests += count_in(types, REQUEST_CODES, self.seq, seq)
                 self.seq = seq
                 self.change(event, chain)
                 self.seq += 1
         if stop > self.seq:
-            self.requests += _count(types, REQUEST_CODES, self.seq, stop)
+            self.requests += count_in(types, REQUEST_CODES, self.seq, stop)
             self.seq = stop
         self.history.advance(stop - 1)
 
@@ -168,7 +156,7 @@ class Cursor:
         pinned, start, stop = self.pinned, self.window_start, self.seq
 
         def load() -> list[Message]:
-            seqs = [*pinned, *_positions(chain.types, MESSAGE_CODES, start, stop)]
+            seqs = [*pinned, *seqs_in(chain.types, MESSAGE_CODES, start, stop)]
             with collector_paused():
                 return [item_of(event) for event in chain.decoded(seqs)]  # type: ignore[misc]
 
@@ -180,166 +168,6 @@ class Cursor:
             history=self.history.copy(),
             window=WindowBase(load) if pinned or start < stop else None,
         )
-
-
-_ALL_CODES = bytes(range(256))
-
-
-@cache
-def _marking(codes: bytes) -> bytes:
-    """A `translate` table that maps the type codes in `codes` to 1 and every other byte to 0."""
-    return bytes(int(code in codes) for code in range(256))
-
-
-_REQUEST_MARKS, _TURN_MARKS, _STEP_MARKS = (_marking(codes) for codes in (REQUEST_CODES, TURN_CODES, STEP_CODES))
-
-
-def _count(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> int:
-    """How many of `types[start:stop]` are in `codes` (one C pass, whatever the number of codes)."""
-    if len(codes) == 1:
-        return types.count(codes, start, stop)
-    others = _ALL_CODES.translate(None, codes)
-    return len(types[start:stop].translate(None, others))
-
-
-def _positions(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> list[int]:
-    """The seqs in `start..stop-1` whose type code is in `codes`."""
-    pattern = re.compile(b"[" + codes + b"]")
-    return [match.start() for match in pattern.finditer(types, start, stop)]
-
-
-# --- finding the n-th event of some kinds -----------------------------------------------------------
-
-
-class Positions:
-    """The seqs of the events whose type code is in `codes`, counted per block so that the n-th
-    one is found by bisecting block totals and scanning one block.
-
-    Near the end of a log whose line index keeps its code counts (`total`), they are counted back
-    from the end instead: the tail's numbers and items then cost nothing that grows with the log.
-    Elsewhere the block totals are summed from the line index's per-block code counts (`blocks`,
-    when it keeps them) rather than counted again from every type code (milliseconds for a million
-    events, in every fresh view)."""
-
-    def __init__(
-        self,
-        types: bytearray,
-        codes: bytes,
-        total: Callable[[], int | None] = lambda: None,
-        blocks: Callable[[], array | None] = lambda: None,
-    ) -> None:
-        self._types = types
-        self._codes = codes
-        self._kept_total = total
-        self._kept_blocks = blocks
-        self._known: tuple[int, int | None] = (-1, None)  # (log length, total) last asked
-        self._pattern = re.compile(b"[" + codes + b"]")
-        self._marking = _marking(codes)
-        self._totals: list[int] = [0]  # events before each complete block
-
-    def _complete(self) -> None:
-        blocks = len(self._types) // BLOCK
-        done = len(self._totals) - 1
-        if done >= blocks:
-            return
-        if not done and (table := self._kept_blocks()) is not None:
-            width = len(COUNTED_CODES)
-            columns = [table[COUNTED_CODES.index(code) :: width] for code in self._codes if code in COUNTED_CODES]
-            self._totals = list(accumulate(map(sum, zip(*columns)) if columns else repeat(0, len(table) // width), initial=0))
-            done = len(self._totals) - 1
-            if done >= blocks:
-                return
-        # One translate marks the wanted codes with 1 over all new blocks; a count per block sums them.
-        marks = self._types[done * BLOCK : blocks * BLOCK].translate(self._marking)
-        total = self._totals[-1]
-        for block in range(blocks - done):
-            total += marks.count(1, block * BLOCK, (block + 1) * BLOCK)
-            self._totals.append(total)
-
-    def _total(self) -> int | None:
-        """The count the line index keeps (see `__init__`), summed once per length of the log."""
-        if self._known[0] != len(self._types):
-            self._known = (len(self._types), self._kept_total())
-        return self._known[1]
-
-    def __len__(self) -> int:
-        total = self._total()
-        if total is not None:
-            return total
-        self._complete()
-        done = (len(self._totals) - 1) * BLOCK
-        return self._totals[-1] + _count(self._types, self._codes, done, len(self._types))
-
-    def rank(self, seq: int) -> int:
-        """How many such events come before `seq`."""
-        if len(self._types) - seq <= TAIL_SPAN and (total := self._total()) is not None:
-            return total - _count(self._types, self._codes, seq, len(self._types))
-        self._complete()
-        block = min(seq // BLOCK, len(self._totals) - 1)
-        return self._totals[block] + _count(self._types, self._codes, block * BLOCK, seq)
-
-    def nth(self, n: int) -> int:
-        """The seq of the n-th (0-based) such event."""
-        return self.run(n, n + 1)[0]
-
-    def run(self, start: int, stop: int) -> list[int]:
-        """The seqs of the `start`-th to the `stop - 1`-th such events."""
-        first = self._from_the_end(start)
-        if first is None:
-            first = self._from_block_totals(start)
-        seqs: list[int] = []
-        for match in self._pattern.finditer(self._types, first):
-            seqs.append(match.start())
-            if len(seqs) == stop - start:
-                return seqs
-        raise IndexError(stop - 1)
-
-    def _from_the_end(self, n: int) -> int | None:
-        """The seq of the n-th such event counted back from the end, if it lies within TAIL_SPAN
-        events of it and the total is kept; else None."""
-        total = self._total()
-        if total is None or not 0 <= n < total:
-            return None
-        after = total - n  # such events from the n-th on
-        size = len(self._types)
-        if after > min(size, TAIL_SPAN):
-            return None  # not within TAIL_SPAN events of the end: each event is at most one of them
-        # The span from the end that holds them, grown fourfold (the tail's are in the first one).
-        span, high = max(1, BLOCK // 4), size
-        while _count(self._types, self._codes, max(0, size - span), size) < after:
-            if span >= min(size, TAIL_SPAN):
-                return None
-            high = size - span - 1
-            span *= 4
-        low = max(0, size - span)
-        # The n-th one is at the last seq from which `after` of them remain: bisected with counts in C.
-        while low < high:
-            middle = (low + high + 1) // 2
-            if _count(self._types, self._codes, middle, size) >= after:
-                low = middle
-            else:
-                high = middle - 1
-        return low
-
-    def _from_block_totals(self, n: int) -> int:
-        """The seq of the n-th such event: its block by the block totals, then the shortest prefix
-        of that block holding n of them, bisected with counts in C (over the block's codes marked
-        once) rather than stepping over the matches."""
-        self._complete()
-        block = bisect.bisect_right(self._totals, n) - 1
-        skip = n - self._totals[block]
-        start = block * BLOCK
-        marks = self._types[start : start + BLOCK].translate(self._marking)
-        low, high = 0, len(marks)
-        while low < high:
-            middle = (low + high) // 2
-            if marks.count(1, 0, middle) < skip + 1:
-                low = middle + 1
-            else:
-                high = middle
-        if marks.count(1, 0, low) <= skip:
-            raise IndexError(n)
-        return start + low - 1
 
 
 ITERATION_RUN = 256
@@ -473,10 +301,6 @@ class IndexedView:
     @property
     def current_header(self) -> events.RequestHeaderData | None:
         return self._tail.header
-
-    @property
-    def current_header_seq(self) -> int | None:
-        return self._tail.header_seq
 
     @property
     def history(self) -> ToolHistory:
@@ -627,7 +451,7 @@ class IndexedView:
             if len(self._turn_seqs) >= TURN_CACHE_SIZE:
                 self._turn_seqs.clear()
             turn_start = self._turn_seqs[turn] = self._turn_starts.nth(turn - 1)
-        step = _count(self._chain.types, STEP_CODES, turn_start, seq + 1)
+        step = count_in(self._chain.types, STEP_CODES, turn_start, seq + 1)
         return turn, step, self._requests.rank(seq)
 
     # --- checkpoints -------------------------------------------------------------------------------
@@ -727,7 +551,7 @@ def _checked_state(raw: bytes, seq: int, types: bytearray) -> list | None:  # ty
         return None
     return state
 def _empty_cursor(chain: Chain) -> Cursor:
-    from app.session.history import ToolHistoryReducer
+    from app.session.tool_history import ToolHistoryReducer
 
     return Cursor(0, 0, None, None, ToolHistoryReducer(chain.event), (), 0)
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.session.events import EVENT_ADAPTER, Envelope, ToolDefinition
-from app.session.history import ToolHistory, ToolHistoryReducer
+from app.session.tool_history import ToolHistory, ToolHistoryReducer
 from tests.support.builder import LogBuilder, tool
 from tests.support.histories import GeneratedLog, session_logs
 

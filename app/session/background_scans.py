@@ -21,7 +21,7 @@ from typing import Any
 from app.i18n import _
 from app.session.chain import Chain
 from app.session.errors import SessionCorruptionError, UnsupportedFormatError
-from app.session.index import index_path, open_index
+from app.session.line_index import index_path, open_index
 
 SCAN_BATCH = 4096
 """Lines read between two progress reports of a scan."""
@@ -212,7 +212,7 @@ def report_main(work: Callable[[Path, Callable[[int, int], None]], Any]) -> int:
 
 def validate_elsewhere(path: Path, progress: Callable[[int, int], None]) -> None:
     """`Session.validate` of the file at `path`, by another process (`run_reporting`)."""
-    run_reporting("app.session.outline", path, progress)
+    run_reporting("app.session.background_scans", path, progress)
 
 
 def _validate(path: Path, progress: Callable[[int, int], None]) -> None:

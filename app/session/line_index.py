@@ -1,10 +1,9 @@
 """The line index of one session file (docs/architecture.md §5): where each event line starts and its type.
 
-It is built by a linear byte scan: a line that starts as the writer writes it, `{"type":"` and the
-type's name, is classified by its first 15 bytes; any other line (another writer's spelling: spaces,
-escapes, `type` not first) is classified by parsing it (`declared_type`, the slow reference the
-byte prefix must agree with). The index is a hint, never a verdict: a line that is no event gets
-`UNKNOWN`, and only the strict reader (`app.session.reader`) decides whether a line is valid.
+It is built by a linear byte scan, each line given its type code (`app.session.type_codes`: by its
+first bytes when the writer spelt it, else by parsing it). The index is a hint, never a verdict: a
+line that is no event gets `UNKNOWN`, and only the strict reader (`app.session.reader`) decides
+whether a line is valid.
 
 It is cached beside the session as `<id>.jsonl.idx` (0600). The cache is untrusted input (it travels
 with copies; anyone may damage it): it is believed only when its seal (`app.session.seal`, a MAC
@@ -31,6 +30,7 @@ from typing import Any, BinaryIO
 
 from app.session.errors import StaleIndexError
 from app.session.seal import SEAL_BYTES, seal, sealed
+from app.session.type_codes import CODE_BY_PREFIX, PREFIX_LENGTH, TYPE_CODES, TYPE_NAMES, UNKNOWN, declared_code, type_code
 from app.untrusted_json import loads
 
 INDEX_SUFFIX = ".idx"
@@ -39,79 +39,13 @@ INDEX_VERSION = 5  # 4: code counts; 5: sealed, keyed by device and ctime too
 CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 CHECKPOINTS = "checkpoints"  # the `extra` key of the view's fold checkpoints
-PREFIX_LENGTH = 15  # `{"type":"` and six bytes of the type name tell every type apart
 COUNT_BLOCK = 4096  # lines per block of the per-block code counts, and of the offsets' seals
 BLOCK_COUNTS = "blocks"  # the `extra` key of those counts
 META_LIMIT = 1 << 20  # the longest meta line a cache may have (a few hundred bytes are written)
 
-# One byte per event line. Letters, so that a run of types can be searched with `re` and counted
-# with `bytes.count` in C.
-TYPE_CODES: dict[str, int] = {
-    "turn/start": ord("T"),
-    "turn/end": ord("t"),
-    "step/start": ord("S"),
-    "step/end": ord("s"),
-    "user/message": ord("U"),
-    "request/header": ord("H"),
-    "developer/message": ord("D"),
-    "assistant/message": ord("A"),
-    "tool/call": ord("C"),
-    "tool/result": ord("R"),
-    "agent/request-error": ord("E"),
-    "llm/retry": ord("Y"),
-    "compaction/summary": ord("K"),
-}
-UNKNOWN = ord("?")
-TYPE_NAMES: dict[int, str] = {code: name for name, code in TYPE_CODES.items()}
 COUNTED_CODES: tuple[int, ...] = (*TYPE_CODES.values(), UNKNOWN)
 """The columns of the per-block code counts (`LineIndex.block_counts`), in this order."""
-_CODE_BY_PREFIX: dict[bytes, int] = {
-    (b'{"type":"' + name.encode() + b'"')[:PREFIX_LENGTH]: code for name, code in TYPE_CODES.items()
-}
-assert len(_CODE_BY_PREFIX) == len(TYPE_CODES)
 _prefix_of = itemgetter(slice(0, PREFIX_LENGTH))
-AMBIGUOUS = object()
-"""What `declared_type` gives for an object whose `type` key appears twice with different values."""
-
-
-def prefix_code(line: bytes) -> int:
-    """The code the writer's spelling gives `line` by its first bytes; UNKNOWN when it does not
-    start that way (then only `declared_type` can tell)."""
-    return _CODE_BY_PREFIX.get(line[:PREFIX_LENGTH], UNKNOWN)
-
-
-def type_code(line: bytes) -> int:
-    """The code of one line (its newline may be included): by its first bytes when they are the
-    writer's, else by parsing it."""
-    code = _CODE_BY_PREFIX.get(line[:PREFIX_LENGTH], UNKNOWN)
-    return code if code != UNKNOWN else _declared_code(line)
-
-
-def declared_type(line: bytes) -> object:
-    """The slow reference for a line's type: the value of its top-level `type` key as a JSON parser
-    reads it (the last one, as every parser toolscope uses takes it); `AMBIGUOUS` when that key
-    appears twice with different values (parsers disagree on those: the strict reader refuses
-    them); None when the line is not a JSON object or has no `type`."""
-    conflict = False
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal conflict  # the top-level object's pairs come last
-        values = [value for key, value in items if key == "type"]
-        conflict = any(value != values[0] for value in values[1:])
-        return dict(items)
-
-    try:
-        value = loads(line, object_pairs_hook=pairs)
-    except ValueError:  # bad UTF-8, a BOM, malformed or too deeply nested JSON
-        return None
-    if not isinstance(value, dict):
-        return None
-    return AMBIGUOUS if conflict else value.get("type")
-
-
-def _declared_code(line: bytes) -> int:
-    declared = declared_type(line)
-    return TYPE_CODES.get(declared, UNKNOWN) if isinstance(declared, str) else UNKNOWN
 
 
 def index_path(session_path: Path) -> Path:
@@ -355,10 +289,10 @@ class LineIndex:
             position = starts.pop()
             self._growable().extend(starts)
             first = len(self.types)
-            self.types.extend(map(_CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
+            self.types.extend(map(CODE_BY_PREFIX.get, map(_prefix_of, lines), repeat(UNKNOWN)))
             unknown = self.types.find(UNKNOWN, first)
             while unknown >= 0:
-                self.types[unknown] = _declared_code(lines[unknown - first])
+                self.types[unknown] = declared_code(lines[unknown - first])
                 unknown = self.types.find(UNKNOWN, unknown + 1)
         self.end = position
         self._counted_from(known)

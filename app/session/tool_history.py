@@ -11,9 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from app.session.headers import canonical_tool
-from app.session.models import events  # imported when first used: events are read by their tag
-
-HISTORY_EVENT_TYPES = frozenset({"request/header", "developer/message"})
+from app.session.lazy_events import events  # imported when first used: events are read by their tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +56,6 @@ class ToolHistory:
     @property
     def current_names(self) -> frozenset[str]:
         return frozenset(tool.name for tool in self.current)
-
-    @property
-    def update_ids(self) -> tuple[str, ...]:
-        return tuple(update.message_id for update in self.updates)
 
 
 EMPTY_HISTORY = ToolHistory(
