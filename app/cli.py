@@ -510,7 +510,7 @@ def _add_inspect(subparsers: argparse._SubParsersAction, shared: argparse.Argume
 
 
 def _inspect(options: argparse.Namespace, config: Config | None) -> int:
-    from app.inspect_report import run
+    from app.commands.inspect import run
 
     return run(options, config)
 
@@ -723,7 +723,7 @@ def _add_view(subparsers: argparse._SubParsersAction, shared: argparse.ArgumentP
 def _view(options: argparse.Namespace, config: Config | None) -> int:
     """A bad id or file fails here, in one line, before the interface starts."""
     from app.agent.runtime import catalog_from
-    from app.inspect_report import resolve_session, warn_if_torn
+    from app.commands.inspect import resolve_session, warn_if_torn
     from app.session.listing import list_sessions
     from app.ui.trajectory_source import SessionFileSource
     from app.ui.viewer_app import run_viewer
@@ -770,7 +770,7 @@ def _add_export(subparsers: argparse._SubParsersAction, shared: argparse.Argumen
 
 
 def _export(options: argparse.Namespace, config: Config | None) -> int:
-    from app.export.command import run
+    from app.commands.export import run
 
     return run(options, config)
 

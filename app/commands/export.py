@@ -24,7 +24,7 @@ from app.export.target import Lines, ReaderGone, open_target
 from app.export.view_json import write_view_json
 from app.i18n import _
 # The session commands share inspect's session resolution and its error and warning lines.
-from app.inspect_report import (
+from app.commands.inspect import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,

@@ -1,0 +1,1 @@
+"""The `toolscope` commands (`docs/cli.md`)."""
