@@ -1,17 +1,14 @@
-"""`toolscope run`: one turn without the TUI, on the same session log the chat writes.
+"""One turn without the TUI, on the same session log the chat writes (`toolscope run`,
+`app.commands.run`).
 
 stdout gets the answer as it streams (or, with `--json`, every appended event as one JSON line);
 stderr gets tool-change notices as they happen, worded exactly as the chat words them, tool-call
-progress and problems. Exit 0 when the turn completed, 1 when it failed, 2 for usage or config
-errors (raised to the CLI before any session is created or opened). The session id is always
-reported: on stderr at the end and on Ctrl+C, and as the first line (the log's header) with `--json`.
+progress and problems. The session id is always reported: on stderr at the end and on Ctrl+C, and
+as the first line (the log's header) with `--json`.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -19,20 +16,19 @@ from app.agent.loop import Agent, AgentListener
 from app.agent.notices import instructions_notice, tool_change_notice
 from app.agent.runtime import (
     build_registry,
-    catalog_from,
     compaction_settings,
-    default_route_id,
     latest_session,
-    missing_key,
     open_session,
     system_prompt,
 )
 from app.config import Config
 from app.i18n import _
+from app.llm.routes import RouteCatalog
 from app.llm.stream import BlockDelta, BlockStart, StreamEvent
 from app.session.events import (
     DeveloperMessage,
     Envelope,
+    Failure,
     InstructionsUpdate,
     RequestError,
     Retry,
@@ -42,13 +38,9 @@ from app.session.events import (
     encode_header,
 )
 from app.session.store import SessionStore
-from app.terminal import PrintableStream, json_text, print_error, write_line
+from app.terminal import PrintableStream, json_text, write_line
 from app.tools.approval import AutoApprover
 from app.tools.registry import SourceProblem
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_INTERRUPTED = 130
 
 
 class HeadlessListener(AgentListener):
@@ -144,34 +136,22 @@ class HeadlessListener(AgentListener):
         write_line(self._err, line)
 
 
-class UsageError(Exception):
-    """A problem with the command line or the config found before any session is touched (exit 2)."""
-
-
-def run(options: argparse.Namespace, config: Config | None, prompt: str) -> int:
-    """One turn of `prompt`; usage and config problems raise `UsageError` before a session exists."""
-    listener = HeadlessListener(json_events=options.json, out=sys.stdout, err=sys.stderr)
-    try:
-        return asyncio.run(_run(options, config, prompt, listener))
-    except KeyboardInterrupt:
-        # asyncio.run cancelled the turn first, so the log already holds its closers.
-        print(file=sys.stdout)
-        listener.note(_("Interrupted: the turn was closed as aborted."))
-        listener.report_session()
-        return EXIT_INTERRUPTED
-
-
-async def _run(
-    options: argparse.Namespace, config: Config | None, prompt: str, listener: HeadlessListener
-) -> int:
-    catalog = catalog_from(config)
-    route_id = options.route or default_route_id(catalog, config)
-    problem = missing_key(catalog.get(route_id))
-    if problem is not None:
-        raise UsageError(_("route {route}: {problem}").format(route=route_id, problem=problem))
+async def run_turn(
+    prompt: str,
+    *,
+    config: Config | None,
+    catalog: RouteCatalog,
+    route_id: str,
+    session: str | None,
+    continue_latest: bool,
+    approve: bool,
+    listener: HeadlessListener,
+) -> Failure | None:
+    """One turn of `prompt` on `route_id`, in the session `session` (an id or a file), the one
+    written to last (`continue_latest`) or a new one; its failure, or None when it completed."""
     cwd = Path.cwd()
     store = SessionStore()
-    with open_session(store, latest_session(store.directory) if options.continue_ else options.session, cwd) as writer:
+    with open_session(store, latest_session(store.directory) if continue_latest else session, cwd) as writer:
         listener.session_opened(writer.header)
         if writer.torn_path is not None:
             listener.note(
@@ -192,7 +172,7 @@ async def _run(
                 registry,
                 catalog,
                 route_id,
-                approver=AutoApprover(options.approve),
+                approver=AutoApprover(approve),
                 system=system_prompt(cwd),
                 listener=listener,
                 compaction=compaction_settings(config),
@@ -203,7 +183,4 @@ async def _run(
                 await agent.aclose()
         listener.finish()
         listener.report_session()
-    if result.failure is not None:
-        print_error(result.failure.message)
-        return EXIT_FAILURE
-    return EXIT_OK
+    return result.failure

@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from app.export.command import export_file
+from app.export.write import export_file
 from app.i18n import _
 from app.llm.routes import Route
 from app.session.errors import SessionError

@@ -57,7 +57,7 @@ def test_headless_modules_do_not_import_textual() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    for expected in ("app.session.events", "app.agent.loop", "app.inspect_report", "app.terminal", "app.__main__"):
+    for expected in ("app.session.events", "app.agent.loop", "app.commands.inspect", "app.terminal", "app.__main__"):
         assert expected in report["imported"]
     assert report["textual"] == [], f"headless imports pulled in Textual: {report['textual']}"
 

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from app.cli import _build_parser
-from app.inspect_report import inspect_requests, render_text, run
+from app.commands.inspect import run
 from app.llm.routes import DEFAULT_BETA_HEADER, DEFAULT_TOOL_UPDATE_BETA, load_catalog
+from app.report.model import inspect_requests
+from app.report.text import render_text
 from app.session.session import Session
 from app.session.store import SessionStore
 from tests.support.builder import LogBuilder, tool
