@@ -44,7 +44,7 @@ from app.session.events import (
 from app.session.store import SessionStore
 from app.terminal import PrintableStream, json_text, print_error, write_line
 from app.tools.approval import AutoApprover
-from app.tools.registry import SourceProblem
+from app.tools.source_state import SourceProblem
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

@@ -17,7 +17,7 @@ import pytest
 from app.agent.runtime import latest_session
 from app.config import load_config
 from app.session.ids import session_file
-from app.tools.registry import ServerState
+from app.tools.source_state import ServerState
 from app.ui import keymap
 from app.ui.app import ToolscopeApp
 from app.ui.screens.tools import SourceSwitch, ToolsScreen
