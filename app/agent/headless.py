@@ -40,7 +40,7 @@ from app.session.events import (
 from app.session.store import SessionStore
 from app.terminal import PrintableStream, json_text, write_line
 from app.tools.approval import AutoApprover
-from app.tools.registry import SourceProblem
+from app.tools.source_state import SourceProblem
 
 
 class HeadlessListener(AgentListener):

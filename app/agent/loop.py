@@ -48,7 +48,8 @@ from app.session.session import Session
 from app.session.store import TOOL_NOT_STARTED, SessionWriter
 from app.session.view_items import Message, SummaryItem, UserItem
 from app.tools.approval import Approver
-from app.tools.registry import ToolContext, ToolOutcome, ToolRegistry
+from app.tools.registry import ToolRegistry
+from app.tools.tool import ToolContext, ToolOutcome
 
 COMPACTION_PROMPT = (
     "Summarise the conversation so far for your own later use: the user's goals, decisions made, "

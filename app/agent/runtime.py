@@ -77,7 +77,9 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
     """The registry with the sources the config switches on (`[plugins] enabled`, every
     `[mcp.servers.*]` but those with `enabled = false`); `start()` is the caller's."""
     from app.config import Tools
-    from app.tools.builtins import CommandSettings, Workspace, builtin_tools
+    from app.tools.builtins import builtin_tools
+    from app.tools.command_tool import CommandSettings
+    from app.tools.file_tools import Workspace
     from app.tools.plugins import available_plugins
     from app.tools.registry import ToolRegistry
 

@@ -52,16 +52,8 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from app import __version__
-from app.tools.registry import (
-    ProblemKind,
-    ServerState,
-    ServerStatus,
-    SourceProblem,
-    Tool,
-    ToolContext,
-    ToolErrorCode,
-    ToolFailure,
-)
+from app.tools.source_state import ProblemKind, ServerState, ServerStatus, SourceProblem
+from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +122,7 @@ def mcp_tool_prefix(server: str) -> str:
 
 
 class McpServerSource:
-    """One MCP server as a registry source (`app.tools.registry.ManagedSource`)."""
+    """One MCP server as a registry source (`app.tools.source_state.ManagedSource`)."""
 
     def __init__(
         self,

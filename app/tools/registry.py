@@ -39,301 +39,36 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
-from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
 
-from app.i18n import _, ngettext
+from app.i18n import _
 from app.session.events import ToolDefinition
-from app.tools.approval import Approver
+from app.tools.source_state import (
+    ManagedSource,
+    Plugin,
+    PluginState,
+    ProblemKind,
+    ServerStatus,
+    SourceProblem,
+    UnknownPluginError,
+)
+from app.tools.tool import (
+    OutputLimits,
+    Tool,
+    ToolContext,
+    ToolErrorCode,
+    ToolFailure,
+    ToolOutcome,
+    bound_text,
+    with_notice,
+)
 from app.untrusted_json import loads
 
 logger = logging.getLogger(__name__)
-
-TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-
-class ToolErrorCode(StrEnum):
-    """The `error.code` of a failed `tool/result`."""
-
-    UNKNOWN_TOOL = "UNKNOWN_TOOL"
-    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
-    TOOL_FAILED = "TOOL_FAILED"
-    APPROVAL_DENIED = "APPROVAL_DENIED"
-    TOOL_TIMEOUT = "TOOL_TIMEOUT"
-    PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
-    COMMAND_FAILED = "COMMAND_FAILED"
-
-
-NOTICE_BYTES = 160
-"""Room kept for one `[truncated …]` notice line, so a cut result with its notices still fits."""
-
-
-@dataclass(frozen=True)
-class OutputLimits:
-    """The most a tool result may carry, notices included; more is cut and says so."""
-
-    max_bytes: int = 64 * 1024
-    max_lines: int = 2000
-
-    def reserving(self, notice_lines: int) -> OutputLimits:
-        """The limits left for the body of a result that may end with `notice_lines` notices."""
-        return OutputLimits(
-            max_bytes=max(1, self.max_bytes - notice_lines * NOTICE_BYTES),
-            max_lines=max(1, self.max_lines - notice_lines),
-        )
-
-
-def bound_text(text: str, limits: OutputLimits) -> tuple[str, bool]:
-    """`text` cut to the limits (whole lines first, then bytes on a character boundary)."""
-    truncated = False
-    lines = text.splitlines(keepends=True)
-    if len(lines) > limits.max_lines:
-        text = "".join(lines[: limits.max_lines])
-        truncated = True
-    encoded = text.encode("utf-8")
-    if len(encoded) > limits.max_bytes:
-        text = encoded[: limits.max_bytes].decode("utf-8", errors="ignore")
-        truncated = True
-    return text, truncated
-
-
-def with_notice(text: str, notice: str) -> str:
-    """`text` followed by `[notice]` on a line of its own."""
-    separator = "\n" if text and not text.endswith("\n") else ""
-    return f"{text}{separator}[{notice}]"
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """The result of one tool call, as the loop records it in `tool/result`."""
-
-    content: str
-    is_error: bool = False
-    error_code: str | None = None
-    error_message: str | None = None
-
-
-class ToolFailure(Exception):
-    """Raised by a tool handler for an expected failure; becomes an error `ToolOutcome`.
-
-    `content` is what the model reads (defaults to the message), e.g. a failed command's output.
-    """
-
-    def __init__(self, code: ToolErrorCode, message: str, content: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.content = message if content is None else content
-
-    def outcome(self) -> ToolOutcome:
-        return ToolOutcome(self.content, True, self.code, self.message)
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    """Per-call facts a tool may need: who approves side effects, and which call this is."""
-
-    approver: Approver
-    call_id: str = ""
-
-
-ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
-"""Runs a tool with already-validated arguments; returns the content or raises `ToolFailure`."""
-
-
-@dataclass(frozen=True, eq=False)
-class Tool:
-    """An effective tool: its definition, whether it only reads, and how to run it."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-    handler: ToolHandler
-    read_only: bool = False
-
-    def __post_init__(self) -> None:
-        if not TOOL_NAME_PATTERN.match(self.name):
-            raise ValueError(f"tool name {self.name!r} does not match {TOOL_NAME_PATTERN.pattern}")
-
-    @cached_property
-    def definition(self) -> ToolDefinition:
-        return ToolDefinition(
-            name=self.name, description=self.description, parameters=dict(self.parameters)
-        )
-
-    @cached_property
-    def _validator(self) -> Validator | None:
-        """None when the schema itself is invalid (an MCP server's); the server validates then."""
-        schema = dict(self.parameters)
-        cls = validator_for(schema, default=Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-        except SchemaError:
-            logger.warning("tool %s has an invalid parameter schema; not validating", self.name)
-            return None
-        return cls(schema)
-
-    def check_arguments(self, arguments: dict[str, Any]) -> None:
-        """Raise `ToolFailure(INVALID_ARGUMENTS)` when `arguments` do not match the schema."""
-        if self._validator is None:
-            return
-        error = best_match(self._validator.iter_errors(arguments))
-        if error is not None:
-            where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
-            raise ToolFailure(
-                ToolErrorCode.INVALID_ARGUMENTS,
-                f"invalid arguments for {self.name} at {where}: {error.message}",
-            )
-
-
-# --- plugins -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Plugin:
-    """A named group of tools the user switches on and off while chatting.
-
-    `title` and `description` are English source strings marked with `N_`; show them through
-    `_()` (see `PluginState`).
-    """
-
-    name: str
-    title: str
-    description: str
-    tools: tuple[Tool, ...]
-
-
-@dataclass(frozen=True)
-class PluginState:
-    name: str
-    title: str
-    description: str
-    enabled: bool
-    tool_names: tuple[str, ...]
-
-
-class UnknownPluginError(LookupError):
-    def __init__(self, name: str) -> None:
-        super().__init__(_("Unknown plugin: {name}").format(name=name))
-        self.name = name
-
-
-# --- problems and managed sources --------------------------------------------------------------
-
-
-class ProblemKind(StrEnum):
-    UNKNOWN_PLUGIN = "unknown-plugin"
-    DUPLICATE_TOOL = "duplicate-tool"
-    MCP_START_FAILED = "mcp-start-failed"
-    MCP_EXITED = "mcp-exited"
-    MCP_RESTARTING = "mcp-restarting"
-    MCP_GAVE_UP = "mcp-gave-up"
-    MCP_LIST_FAILED = "mcp-list-failed"
-
-
-@dataclass(frozen=True)
-class SourceProblem:
-    """Something about a tool source the user should know; everything else goes on without it.
-
-    `detail` is technical text from the OS or the server (not translated); `message()` is the
-    localized sentence to show.
-    """
-
-    kind: ProblemKind
-    source: str
-    detail: str = ""
-    tool: str = ""
-    attempt: int = 0
-    max_attempts: int = 0
-    delay: float = 0.0
-
-    def message(self) -> str:
-        name = self.source
-        match self.kind:
-            case ProblemKind.UNKNOWN_PLUGIN:
-                text = _("Unknown plugin “{name}” in the configuration; it is ignored.").format(
-                    name=name
-                )
-            case ProblemKind.DUPLICATE_TOOL:
-                text = _(
-                    "Tool “{tool}” from “{name}” is left out: "
-                    "an earlier source already provides it."
-                ).format(tool=self.tool, name=name)
-            case ProblemKind.MCP_START_FAILED:
-                text = _("MCP server “{name}” could not start.").format(name=name)
-            case ProblemKind.MCP_EXITED:
-                text = _("MCP server “{name}” exited; its tools were removed.").format(name=name)
-            case ProblemKind.MCP_RESTARTING:
-                # TRANSLATORS: {delay:.1f} is a number of seconds with one decimal, e.g. 2.0.
-                text = _(
-                    "Restarting MCP server “{name}” in {delay:.1f} s (attempt {attempt} of {total})."
-                ).format(name=name, delay=self.delay, attempt=self.attempt, total=self.max_attempts)
-            case ProblemKind.MCP_GAVE_UP:
-                text = ngettext(
-                    "MCP server “{name}” is not restarted again after {total} attempt.",
-                    "MCP server “{name}” is not restarted again after {total} attempts.",
-                    self.max_attempts,
-                ).format(name=name, total=self.max_attempts)
-            case ProblemKind.MCP_LIST_FAILED:
-                text = _("MCP server “{name}” did not list its tools.").format(name=name)
-        return f"{text} {self.detail}" if self.detail else text
-
-
-class ServerState(StrEnum):
-    STOPPED = "stopped"
-    STARTING = "starting"
-    RUNNING = "running"
-    RESTARTING = "restarting"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    name: str
-    state: ServerState
-    tool_names: tuple[str, ...] = ()
-
-
-class ManagedSource(Protocol):
-    """A source whose tools change on their own (an MCP server); see `McpServerSource`."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def tool_prefix(self) -> str:
-        """What the name of every tool the source could list starts with (`<server>__`)."""
-        ...
-
-    def tools(self) -> tuple[Tool, ...]: ...
-
-    def bind(
-        self, on_tools_changed: Callable[[], None], on_problem: Callable[[SourceProblem], None]
-    ) -> None:
-        """Called once by the registry: how the source announces changes and problems."""
-        ...
-
-    async def start(self) -> None:
-        """Connect; returns after the first attempt (its tools are listed, or it failed)."""
-        ...
-
-    async def stop(self) -> None: ...
-
-    async def settle(self) -> None:
-        """Return once every change announced so far is applied to `tools()`."""
-        ...
-
-    def status(self) -> ServerStatus: ...
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def tool_source(name: str) -> str:
 
 @functools.cache
 def _builtin_names() -> frozenset[str]:
-    from app.tools.builtins import Workspace, builtin_tools
+    from app.tools.builtins import builtin_tools
+    from app.tools.file_tools import Workspace
 
     return frozenset(tool.name for tool in builtin_tools(Workspace(Path("/"))))
 

@@ -4,7 +4,7 @@ Why not `anyio.to_thread` or an executor: their threads are not daemon threads, 
 waits for them at exit. A file tool blocked in the kernel (a FIFO, a hung network mount) would then
 keep `toolscope` running after Ctrl+C although the turn was closed as aborted. Here every call gets
 a daemon thread and the awaiting task is free the moment it is cancelled; the abandoned thread ends
-with the process. The file tools avoid the blocking opens they know of (see `builtins`), so this is
+with the process. The file tools avoid the blocking opens they know of (see `file_tools`), so this is
 the guard for the ones nobody foresaw.
 """
 

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from app.session.session import Session
     from app.session.store import SessionWriter
     from app.session.view import SessionView
-    from app.tools.registry import SourceProblem, ToolRegistry
+    from app.tools.registry import ToolRegistry
+    from app.tools.source_state import SourceProblem
     from app.ui.bridge import ChatApprover, ChatListener
     from app.ui.screens.tools import SwitchSettings
 

@@ -19,8 +19,10 @@ class LocalizedFooter(Footer):
         self._composed_from: object = None
 
     def compose(self) -> ComposeResult:
-        self._composed_from = self._inputs()
+        inputs = self._inputs()
+        shown = False
         for widget in super().compose():
+            shown = True
             if isinstance(widget, FooterKey):
                 widget.description = _(widget.description) if widget.description else ""
                 if widget.has_class("-grouped") and isinstance(widget.tooltip, str):
@@ -29,6 +31,9 @@ class LocalizedFooter(Footer):
                 # A binding group's label (`Binding.Group`), given as the English text.
                 widget = FooterLabel(literal(_(str(widget.content))))
             yield widget
+        # Textual's footer shows nothing until the screen's bindings are ready; one built before
+        # that must be built again, and one that shows nothing costs nothing to build again.
+        self._composed_from = inputs if shown else None
 
     async def recompose(self) -> None:
         """Rebuild only when the keys shown would change. Textual rebuilds the footer whenever the
@@ -41,8 +46,6 @@ class LocalizedFooter(Footer):
     def _inputs(self) -> object:
         """What `Footer.compose` reads (the shown keys, the palette's key, the style), as it would
         read it now, and the language the descriptions are shown in."""
-        if not self._bindings_ready:
-            return None
         app = self.app
         active = self.screen.active_bindings
         palette = active.get(app.COMMAND_PALETTE_BINDING) if self.show_command_palette else None

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # annotations only: the chat's first frame does not wait for 
     from app.llm.stream import StreamEvent
     from app.session.events import Envelope
     from app.tools.approval import ApprovalRequest
-    from app.tools.registry import SourceProblem
+    from app.tools.source_state import SourceProblem
 
 
 class EventAppended(Message):

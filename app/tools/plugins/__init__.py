@@ -7,7 +7,7 @@ this catalog's order), so switching one on or off only adds or removes its own t
 from __future__ import annotations
 
 from app.tools.plugins import calculator, clock
-from app.tools.registry import Plugin
+from app.tools.source_state import Plugin
 
 
 def available_plugins() -> tuple[Plugin, ...]:

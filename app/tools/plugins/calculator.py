@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from app.i18n import N_
-from app.tools.registry import Plugin, Tool, ToolContext, ToolErrorCode, ToolFailure
+from app.tools.source_state import Plugin
+from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
 
 MAX_EXPRESSION_CHARS = 500
 MAX_INTEGER_BITS = 10_000

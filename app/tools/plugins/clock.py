@@ -8,7 +8,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.i18n import N_
-from app.tools.registry import Plugin, Tool, ToolContext, ToolErrorCode, ToolFailure
+from app.tools.source_state import Plugin
+from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
 
 
 def create_plugin(now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> Plugin:

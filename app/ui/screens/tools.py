@@ -45,7 +45,8 @@ from app.i18n import _, ngettext
 from app.paths import data_home
 from app.session.events import ToolDefinition
 from app.terminal import printable
-from app.tools.registry import ProblemKind, ServerState, SourceProblem, ToolRegistry, ToolSwitches
+from app.tools.registry import ToolRegistry, ToolSwitches
+from app.tools.source_state import ProblemKind, ServerState, SourceProblem
 from app.ui.screens.modal import ClosableModal
 from app.ui.text import literal, literal_text
 

@@ -105,11 +105,11 @@ class Composer(TextArea):
             else:
                 self.insert(printable(key).replace("\t", "").replace("\n", ""))
 
-    async def _on_paste(self, event: events.Paste) -> None:
+    async def on_paste(self, event: events.Paste) -> None:
         # Terminals send a pasted line break as Enter's CR (tmux, xterm): lines, not one long line.
         text = event.text = event.text.replace("\r\n", "\n").replace("\r", "\n")
         if len(text) < LARGE_PASTE_CHARS and text.count("\n") < LARGE_PASTE_LINES:
-            return  # the editor inserts it
+            return  # TextArea's own handler, which runs after this one, inserts it
         event.prevent_default()
         lines = line_count(text)
         placeholder = ngettext(

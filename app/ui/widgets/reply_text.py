@@ -141,11 +141,13 @@ class FlatList(_BulletList):  # type: ignore[misc,valid-type]
     """
 
     def compose(self) -> ComposeResult:
-        items = [block for block in self._blocks if isinstance(block, _LIST_ITEMS)]
+        # `MarkdownBlock.compose` yields the blocks the parser put in a block (here the list's
+        # items, in an item its paragraphs and lists); Textual's list classes override it.
+        items = [block for block in MarkdownBlock.compose(self) if isinstance(block, _LIST_ITEMS)]
         for item, symbol in zip(items, _symbols(items)):
             yield ListBullet(symbol)
-            yield item._blocks[0] if len(item._blocks) == 1 else Vertical(*item._blocks)
-        self._blocks.clear()
+            blocks = list(item.compose())
+            yield blocks[0] if len(blocks) == 1 else Vertical(*blocks)
 
 
 def _symbols(items: list[MarkdownBlock]) -> list[str]:

@@ -87,7 +87,8 @@ class TrajectoryTree(Tree[NodeData]):
         return label if isinstance(label, Text) else literal_text(label)
 
     def get_label_width(self, node: TreeNode[NodeData]) -> int:
-        return node._label.cell_len + (EXPANDER_WIDTH if node._allow_expand else 0)
+        label: Text = node.label  # type: ignore[assignment]  # `process_label` made it a Text
+        return label.cell_len + (EXPANDER_WIDTH if node.allow_expand else 0)
 
     # --- building ----------------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class TrajectoryTree(Tree[NodeData]):
             if isinstance(child.data, Entry) and isinstance(child.data.subject, Step):
                 self.load(child)
                 child.expand()
-        self._tree_lines  # noqa: B018  (lays the lines out now, so the nodes have their lines)
+        self.last_line  # noqa: B018  (lays the lines out now, so the nodes have their lines)
         last = node
         while last.is_expanded and last.children:
             last = last.children[-1]
@@ -364,7 +365,7 @@ class TrajectoryTree(Tree[NodeData]):
         while ancestor is not None and ancestor is not self.root:
             ancestor.expand()
             ancestor = ancestor.parent
-        self._tree_lines  # noqa: B018  (lays the lines out now, so the node has its line)
+        self.last_line  # noqa: B018  (lays the lines out now, so the node has its line)
         self.move_cursor(node)
         self.scroll_to_node(node, animate=False)
         return True

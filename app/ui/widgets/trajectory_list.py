@@ -169,19 +169,15 @@ class TrajectoryList(ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """The scrollbar is repainted only when its thumb moves: in a long list it moves one
-        eighth of a cell per many rows, and repainting it costs as much as the rows."""
+        eighth of a cell per many rows, and repainting it costs as much as the rows. A scroll
+        repaints this widget alone (the list has no children to move, and its lines are drawn from
+        the offset), not the screen reflowed, once per row of a held arrow key."""
         height = self.scrollable_content_region.height * 8
         rows = max(self.virtual_size.height, 1)
         if int(old_value * height / rows) != int(new_value * height / rows):
             self.vertical_scrollbar.position = new_value
         if round(old_value) != round(new_value):
-            self._refresh_scroll()
-
-    def _refresh_scroll(self) -> None:
-        """A scroll repaints this widget alone. Textual's default has the screen reflow and repaint
-        every widget on it, which a held arrow key at the bottom of the list does once per row; the
-        list has no children to move, and its lines are drawn from the offset."""
-        self.refresh()
+            self.refresh()
 
     def _refresh_row(self, index: int) -> None:
         self.refresh(Region(0, index - self.scroll_offset.y, self.size.width, 1))

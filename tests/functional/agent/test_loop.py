@@ -21,7 +21,8 @@ from app.llm.stream import BlockDelta, BlockEnd, BlockStart, Finish, StreamEvent
 from app.session.session import Session
 from app.session.store import SessionStore
 from app.tools.approval import AutoApprover
-from app.tools.builtins import Workspace, builtin_tools
+from app.tools.builtins import builtin_tools
+from app.tools.file_tools import Workspace
 from app.tools.plugins import available_plugins
 from app.tools.registry import ToolRegistry
 from tests.functional.e2e.harness import answer as gateway_answer

@@ -36,7 +36,8 @@ from app.session.events import ReasoningContent, TextContent, ToolCallContent
 from app.session.session import Session
 from app.session.store import SessionStore
 from app.tools.approval import AutoApprover
-from app.tools.builtins import Workspace, builtin_tools
+from app.tools.builtins import builtin_tools
+from app.tools.file_tools import Workspace
 from app.tools.plugins import available_plugins
 from app.tools.registry import ToolRegistry
 from tests.functional.llm.sse_server import Reply, SSEServer, split_every

@@ -22,14 +22,9 @@ from app.tools.mcp_source import (
     RestartPolicy,
     mcp_tool_name,
 )
-from app.tools.registry import (
-    ProblemKind,
-    ServerState,
-    ToolContext,
-    ToolErrorCode,
-    ToolOutcome,
-    ToolRegistry,
-)
+from app.tools.registry import ToolRegistry
+from app.tools.source_state import ProblemKind, ServerState
+from app.tools.tool import ToolContext, ToolErrorCode, ToolOutcome
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

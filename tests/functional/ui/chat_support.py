@@ -19,6 +19,7 @@ from app.session.session import Session
 from app.ui.app import ChatOptions, ToolscopeApp
 from app.ui.widgets import approval
 from tests.functional.e2e.harness import KEY, KEY_ENV, RouteSpec, route_table
+from tests.support.told import turns_ending
 
 SIZE = (100, 34)
 README = "# Demo project\n\nA small workspace for the chat tests.\n"
@@ -124,10 +125,16 @@ async def submit(pilot: Pilot[Any], *, wait: bool = True) -> None:
     """Press Enter and (by default) wait for the turn to end."""
     app = pilot.app
     assert isinstance(app, ToolscopeApp)
+    ended = turns_ending(app)
     await pilot.press("enter")
     if wait:
-        await until(pilot, lambda: app._turn is not None and not app.turn_running)
+        await until(pilot, lambda: ended and not app.turn_running)
         await settle(pilot)
+
+
+def tools_ready(app: ToolscopeApp) -> bool:
+    """The tools have started: the registry is there and the worker starting it is over."""
+    return app.registry is not None and not any(worker.name == "tools" for worker in app.workers)
 
 
 async def settle(pilot: Pilot[Any]) -> None:

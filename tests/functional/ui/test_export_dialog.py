@@ -11,6 +11,7 @@ from tests.functional.test_inspect import worked_example, write_session
 from tests.functional.ui.chat_support import Bench, make_bench, run, settle, type_text, until
 from tests.functional.ui.test_inspector import exported, palette
 from tests.support.screen import screen_rows
+from tests.support.told import Told
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -52,8 +53,8 @@ def export_with(bench: Bench, example: Path, *keys: str, text: str = "") -> tupl
     shown: list[str] = []
 
     async def scenario() -> None:
-        app = bench.app(session=example)
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app, told = bench.app(session=example), Told()
+        async with app.run_test(size=SIZE, notifications=True, message_hook=told) as pilot:
             await until(pilot, lambda: app.view() is not None)
             await palette(pilot, "Export as HTML")
             shown.append(await asked(pilot))
@@ -62,9 +63,9 @@ def export_with(bench: Bench, example: Path, *keys: str, text: str = "") -> tupl
                 await type_text(pilot, text)
                 await pilot.press("enter")
             await settle(pilot)
-            await until(pilot, lambda: exported(app) or app.screen is app.chat)
+            await until(pilot, lambda: exported(told) or app.screen is app.chat)
             await settle(pilot)
-            notes.extend(exported(app))
+            notes.extend(exported(told))
 
     run(scenario())
     return shown[0], notes

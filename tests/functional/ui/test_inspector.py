@@ -27,6 +27,7 @@ from tests.functional.test_export import KEY as HOSTILE_KEY
 from tests.functional.test_export import crafted_log
 from tests.functional.test_inspect import worked_example, write_session
 from tests.functional.ui.chat_support import make_bench, run, send, settle, type_text, until
+from tests.support.told import Told, turns_ending
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -267,8 +268,9 @@ def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_swi
             # each request as it is logged (the tool call, then the answer).
             seen: list[int] = []
             app.session_advanced.subscribe(screen, lambda _event: seen.append(screen.request), immediate=True)
+            ended = turns_ending(app)
             app.post_message(PromptSubmitted("use calculate on 6*7"))
-            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await until(pilot, lambda: ended and not app.turn_running)
             await settle(pilot)
             assert screen.request == 3 and heading(screen).startswith("Request 3 of 3")
             assert 2 in seen
@@ -280,8 +282,9 @@ def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_swi
             await pilot.press("right")
             assert shown_text(screen)["offline/demo"].startswith("Same as deepseek/deepseek-flash: ")
             # Not following: a new request leaves the screen where it is, until f follows again.
+            ended = turns_ending(app)
             app.post_message(PromptSubmitted("thanks"))
-            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await until(pilot, lambda: ended and not app.turn_running)
             await settle(pilot)
             assert screen.request == 2 and heading(screen).startswith("Request 2 of 4")
             await pilot.press("f")
@@ -300,8 +303,9 @@ def test_inspect_before_any_request_says_so_and_fills_in_when_one_is_logged(benc
             await until(pilot, lambda: isinstance(app.screen, InspectorScreen))
             screen = app.screen
             assert heading(screen) == "This session has no model requests yet."
+            ended = turns_ending(app)
             app.post_message(PromptSubmitted("hello"))
-            await until(pilot, lambda: app._turn is not None and not app.turn_running)
+            await until(pilot, lambda: ended and not app.turn_running)
             await settle(pilot)
             assert heading(screen).startswith("Request 1 of 1")
 
@@ -325,9 +329,9 @@ async def palette(pilot, title: str) -> None:
     await pilot.press("enter")
 
 
-def exported(app) -> list[str]:
+def exported(told: Told) -> list[str]:
     """The notifications about an export."""
-    return [str(note.message) for note in app._notifications if "xport" in str(note.message)]
+    return told.notes("xport")
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])
@@ -339,13 +343,13 @@ def test_export_from_the_palette_writes_the_session_in_the_working_directory(ben
     notes: list[str] = []
 
     async def scenario() -> None:
-        app = bench.app(session=example)
-        async with app.run_test(size=WIDE) as pilot:
+        app, told = bench.app(session=example), Told()
+        async with app.run_test(size=WIDE, message_hook=told) as pilot:
             await until(pilot, lambda: app.view() is not None)
             await palette(pilot, titles[fmt])
             await accept_offered_path(pilot, titles[fmt].removeprefix("Export as "))
-            await until(pilot, lambda: exported(app))
-            notes.extend(exported(app))
+            await until(pilot, lambda: exported(told))
+            notes.extend(exported(told))
 
     run(scenario())
     assert notes == [f"Exported as { {'md': 'Markdown', 'html': 'HTML', 'json': 'JSON'}[fmt]} to {target}"]
@@ -373,12 +377,12 @@ def test_export_before_the_first_prompt_says_there_is_nothing_yet(bench) -> None
     notes: list[str] = []
 
     async def scenario() -> None:
-        app = bench.app()
-        async with app.run_test(size=WIDE) as pilot:
+        app, told = bench.app(), Told()
+        async with app.run_test(size=WIDE, message_hook=told) as pilot:
             await until(pilot, lambda: app.registry is not None)
             await palette(pilot, "Export as HTML")
-            await until(pilot, lambda: exported(app))
-            notes.extend(exported(app))
+            await until(pilot, lambda: exported(told))
+            notes.extend(exported(told))
 
     run(scenario())
     assert notes == ["Nothing to export yet: the session starts with the first prompt."]

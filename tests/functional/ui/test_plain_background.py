@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from textual._styles_cache import StylesCache
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import Static
 
 from app.ui.widgets.block import PlainBackground
@@ -24,16 +25,28 @@ LOOKS = {
 }
 
 
-class Plain(PlainBackground, Vertical):
+class Painted(Vertical):
+    """Counts the lines Textual's own `render_lines` paints for it (the `PlainBackground` mixin,
+    put before this class, calls it for the lines it paints)."""
+
+    painted = 0
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        self.painted += len(lines)
+        return lines
+
+
+class Plain(PlainBackground, Painted):
     pass
 
 
-class Textuals(Vertical):
+class Textuals(Painted):
     pass
 
 
 class _Boxed(App[None]):
-    def __init__(self, box: type[Vertical], look: str) -> None:
+    def __init__(self, box: type[Painted], look: str) -> None:
         super().__init__()
         self.box = box
         self.look = look
@@ -49,26 +62,16 @@ class _Boxed(App[None]):
             static.styles.margin = (2, 4)
 
 
-async def _painted(box: type[Vertical], look: str) -> tuple[list[tuple[str, str]], int]:
+async def _painted(box: type[Painted], look: str) -> tuple[list[tuple[str, str]], int]:
     """The screen's cells, and how many of the box's lines went through Textual's line painter."""
     app = _Boxed(box, look)
-    painted = 0
-    render_line = StylesCache.render_line
-
-    def counted(cache: StylesCache, *args: object, **kwargs: object) -> object:
-        nonlocal painted
-        painted += cache is app.query_one(box)._styles_cache
-        return render_line(cache, *args, **kwargs)
-
     async with app.run_test(size=(40, 16)) as pilot:
         await pilot.pause()
-        StylesCache.render_line = counted  # type: ignore[method-assign]
-        try:
-            app.query_one(box).refresh()
-            cells = screen_cells(app)
-        finally:
-            StylesCache.render_line = render_line  # type: ignore[method-assign]
-    return cells, painted
+        painted = app.query_one(box)
+        painted.painted = 0
+        painted.refresh()
+        cells = screen_cells(app)
+    return cells, painted.painted
 
 
 @pytest.mark.parametrize("look", list(LOOKS))

@@ -12,11 +12,10 @@ from linkify_it import LinkifyIt
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
-from textual.style import Style
 from textual.widgets import Markdown
 
 from app.ui.widgets.reply_text import FlatList, ReplyPiece, ReplyText, _SchemeLinks
-from tests.support.screen import screen_cells
+from tests.support.screen import screen_cells, screen_rows
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -137,13 +136,15 @@ def test_pieces_above_the_screen_are_set_aside_while_following_and_come_back_on_
 
 
 def _links(app: _Reply) -> list[str]:
-    """The click actions of the links the reply shows, in order."""
-    actions = []
-    for paragraph in app.query("MarkdownParagraph"):
-        for span in paragraph._content.spans:
-            meta = span.style.meta if isinstance(span.style, Style) else {}
-            if "@click" in meta:
-                actions.append(meta["@click"])
+    """The click actions of the links the screen shows, in order (a link's cells share one)."""
+    actions: list[str] = []
+    previous = None
+    for row in screen_rows(app):
+        for _char, style in row:
+            action = style.meta.get("@click") if style is not None else None
+            if action is not None and action != previous:
+                actions.append(action)
+            previous = action
     return actions
 
 

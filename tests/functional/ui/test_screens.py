@@ -29,10 +29,13 @@ from textual.widgets import DataTable, Input, Static
 from app.config import REMEMBER_FOR_SESSION
 from app.llm.routes import load_catalog
 from app.session.listing import SessionSummary, list_sessions
-from app.tools.builtins import Workspace, builtin_tools
+from app.tools.builtins import builtin_tools
+from app.tools.file_tools import Workspace
 from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, RestartPolicy, mcp_tool_name
 from app.tools.plugins import available_plugins
-from app.tools.registry import Plugin, ServerState, Tool, ToolContext, ToolRegistry
+from app.tools.registry import ToolRegistry
+from app.tools.source_state import Plugin, ServerState
+from app.tools.tool import Tool, ToolContext
 from app.ui.commands import SCREEN_COMMANDS
 from app.ui.screens.picker import MAX_SHOWN
 from app.ui.screens.route_picker import RoutePickerScreen

@@ -17,14 +17,15 @@ import pytest
 from app.agent.runtime import latest_session
 from app.config import load_config
 from app.session.ids import session_file
-from app.tools.registry import ServerState
+from app.tools.source_state import ServerState
 from app.ui import keymap
 from app.ui.app import ToolscopeApp
 from app.ui.screens.tools import SourceSwitch, ToolsScreen
 from app.ui.widgets.context_node import ContextBlock
 from tests.functional.e2e.harness import TOOLS_SERVER
-from tests.functional.ui.chat_support import SIZE, Bench, make_bench, run, send, settle, type_text, until
+from tests.functional.ui.chat_support import SIZE, Bench, make_bench, run, send, settle, tools_ready, type_text, until
 from tests.support.screen import screen_cells
+from tests.support.told import Told
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,7 +55,7 @@ def shown(app: ToolscopeApp) -> str:
 
 async def open_tools(pilot) -> ToolsScreen:  # type: ignore[no-untyped-def]
     app = pilot.app
-    await until(pilot, lambda: app.registry is not None and app._tools_ready.is_set())
+    await until(pilot, lambda: tools_ready(app))
     await pilot.press(keymap.TOOLS)
     await until(pilot, lambda: isinstance(app.screen, ToolsScreen))
     await pilot.pause()
@@ -99,7 +100,7 @@ def test_a_plugin_switched_on_is_on_after_resume_and_the_first_prompt_records_no
         app = continued(bench)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.chat.conversation.blocks)
-            await until(pilot, lambda: app._tools_ready.is_set())
+            await until(pilot, lambda: tools_ready(app))
             in_force = [tool.name for tool in app.registry.definitions()]
             await send(pilot, "hello again")
             assert not [block for block in app.chat.conversation.blocks[-3:] if isinstance(block, ContextBlock)]
@@ -133,7 +134,7 @@ def test_an_mcp_server_switched_on_is_started_again_on_resume(bench) -> None:
     async def after() -> None:
         app = continued(bench)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app._tools_ready.is_set())
+            await until(pilot, lambda: tools_ready(app))
             assert app.registry.mcp_servers()[0].state is ServerState.RUNNING
             await send(pilot, "hello again")
             screen = await open_tools(pilot)
@@ -220,14 +221,14 @@ def test_a_switch_that_cannot_be_saved_says_so_holds_for_the_session_and_leaves_
     bench.config_lines += ["[plugins]", "enabled = []", ""]
 
     async def scenario() -> None:
-        app = bench.app()
+        app, told = bench.app(), Told()
         config = bench.root / "config.toml"
-        async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app._tools_ready.is_set())
+        async with app.run_test(size=SIZE, message_hook=told) as pilot:
+            await until(pilot, lambda: tools_ready(app))
             config.write_text("[plugins]\nenabled = []\ntypo = 1\n")  # edited by hand meanwhile
             await flip(pilot, "Calculator")
-            await until(pilot, lambda: app._notifications)
-            (note,) = app._notifications
+            await until(pilot, lambda: told.notifications)
+            (note,) = told.notifications
             assert note.title == "The switch was not saved" and "unknown key 'typo'" in str(note.message)
             assert "calculate" in [tool.name for tool in app.registry.definitions()]
             await open_tools(pilot)

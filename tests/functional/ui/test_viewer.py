@@ -4,7 +4,9 @@ sessions the real agent wrote; plus the command's errors through the real consol
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -29,13 +31,14 @@ from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.trajectory import Part, TrajectoryTree
 from app.ui.widgets.trajectory_detail import TrajectoryDetail
 from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_model import MATCH_STYLE, PRESETS, entry_label
+from app.ui.widgets.trajectory_model import PRESETS, entry_label
 from benchmarks.sessions import write_large_session
 from tests.functional.test_export import HOSTILE, crafted_log
 from tests.functional.test_inspect import write_session
 from tests.functional.ui.chat_support import make_bench, send, settle, until
 from tests.functional.ui.viewer_support import SESSION_ID, TOOLSCOPE, trajectory_session
 from tests.support.screen import screen_rows, text_in
+from tests.support.told import Told
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
@@ -62,9 +65,13 @@ async def opened(pilot) -> TrajectoryScreen:
     return pilot.app.screen
 
 
-def tree_labels(tree: TrajectoryTree) -> list[str]:
-    """What the tree shows now, one line per visible node."""
-    return [line.node.label.plain for line in tree._tree_lines]
+def tree_labels(app) -> list[str]:
+    """The labels of the tree's rows on the screen, top to bottom, without their guides and
+    expander icons."""
+    return [GUIDES.sub("", row) for row in shown_rows(app) if row]
+
+
+GUIDES = re.compile(r"^[\s│├└─┬▶▼]*")
 
 
 async def search(pilot, text: str) -> None:
@@ -124,7 +131,7 @@ async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(sess
         assert all(not node.children for node in tree.root.children[:-1])
         await pilot.press("home", "down", "space")
         await pilot.pause()
-        assert tree_labels(tree)[1:5] == [TURNS[1], "User: use calculate on 6*7", "Step 1", "Step 2"]
+        assert tree_labels(pilot.app)[1:5] == [TURNS[1], "User: use calculate on 6*7", "Step 1", "Step 2"]
         await pilot.press("down", "down", "space", "down")
         await pilot.pause()
         assert isinstance(subject_of(screen), ContextItem)
@@ -202,11 +209,11 @@ async def test_shift_space_expands_everything_below_the_cursor_and_collapses_it_
         assert any(isinstance(node.data, Part) for node in turn.children[-1].children) or any(
             isinstance(child.data, Part) for node in below for child in node.children
         )
-        assert tree_labels(tree)[4] != TURNS[4]  # its rows show between turns 4 and 5
+        assert tree_labels(pilot.app)[4] != TURNS[4]  # its rows show between turns 4 and 5
         await pilot.press("asterisk")  # the same, on terminals that send Shift+Space as Space
         await pilot.pause()
         assert not any(node.is_expanded for node in expandable_below(turn))
-        assert tree_labels(tree)[:6] == TURNS
+        assert tree_labels(pilot.app)[:6] == TURNS
         await pilot.press("space")  # expanding it again shows one level, as it did before
         await pilot.pause()
         assert all(not node.is_expanded for node in expandable_below(turn) if node is not turn)
@@ -248,20 +255,34 @@ async def test_a_tool_result_hit_opens_its_call(session) -> None:
         assert isinstance(tree.cursor_node.parent.data.subject, ToolCallItem)
 
 
-def marked_words(label) -> list[str]:
-    """The words a search marked in a label."""
-    return [label.plain[span.start : span.end] for span in label.spans if span.style == MATCH_STYLE]
+def marked_rows(app) -> list[tuple[str, list[str]]]:
+    """Each of the tree's rows on the screen but the cursor's (which shows the cursor instead) with
+    the words a search marked in it: the cells on another background than the row's (the theme
+    gives the match style's yellow its own shade)."""
+    tree = app.screen.query_one(TrajectoryTree)
+    region = tree.content_region
+    cursor = region.y + tree.cursor_line - tree.scroll_offset.y
+    rows = []
+    for y, row in enumerate(screen_rows(app)[region.y : region.bottom], region.y):
+        if y == cursor:
+            continue
+        cells = [(char, style.bgcolor if style else None) for char, style in row[region.x : region.right]]
+        (background, _count), *_ = Counter(bgcolor for _char, bgcolor in cells).most_common(1)
+        marks = "".join(char if bgcolor != background else " " for char, bgcolor in cells)
+        rows.append(("".join(char for char, _bgcolor in cells), marks.split()))
+    return rows
 
 
 async def test_the_search_words_are_marked_in_the_tree_and_the_list(session) -> None:
     async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await search(pilot, "NOPE")
-        tree = screen.query_one(TrajectoryTree)
-        labels = [line.node.label for line in tree._tree_lines]
-        shown = [marked_words(label) for label in labels if "nope" in label.plain]
+        await pilot.press("home")  # off the match: the cursor's row shows the cursor, not the marks
+        await pilot.pause()
+        rows = marked_rows(pilot.app)
+        shown = [words for text, words in rows if "nope" in text]
         assert shown and all(words == ["nope"] for words in shown)
-        assert not any(marked_words(label) for label in labels if "nope" not in label.plain)
+        assert not any(words for text, words in rows if "nope" not in text)
         await pilot.press("v", "home")
         await pilot.pause()
         flat = screen.query_one(TrajectoryList)
@@ -271,7 +292,8 @@ async def test_the_search_words_are_marked_in_the_tree_and_the_list(session) -> 
         assert [segment.text for segment in strip if segment.style and segment.style.bgcolor and segment.style.bgcolor.name == "yellow"] == ["nope"]
         await pilot.press("v", "slash", *["backspace"] * 4, "enter")  # an empty search
         await pilot.app.workers.wait_for_complete()
-        assert not any(marked_words(line.node.label) for line in tree._tree_lines)
+        await pilot.pause()
+        assert not any(words for _text, words in marked_rows(pilot.app))
 
 
 # --- filters and jumps ---------------------------------------------------------------------------
@@ -459,7 +481,7 @@ async def test_a_log_that_breaks_an_invariant_is_shown_and_validation_reports_it
         title = screen.query_one("#viewer-title")
         await until(pilot, lambda: "corrupt" in str(title.render()))
         assert f"{session}:7: step/end names turn 1 step 7" in str(title.render())
-        assert tree_labels(screen.query_one(TrajectoryTree))[0] == TURNS[0]
+        assert tree_labels(pilot.app)[0] == TURNS[0]
         await pilot.press("home", "r")
         assert screen.selected_request.index == 1
 
@@ -501,7 +523,7 @@ async def test_the_trajectory_over_the_chat_follows_a_turn_as_it_runs(tmp_path, 
         tree = screen.query_one(TrajectoryTree)
         turn_one = tree.root.children[0]
         assert turn_one.is_expanded and tree.cursor_node is turn_one  # opened on the latest turn
-        assert tree_labels(tree)[:2] == ["Turn 1 · hello", "User: hello"]
+        assert tree_labels(app)[:2] == ["Turn 1 · hello", "User: hello"]
         # A turn that stops half-way: write_file waits for the user's approval.
         prompt = 'use write_file with {"path": "notes.md", "content": "hi"}'
         from app.ui.messages import PromptSubmitted
@@ -587,12 +609,13 @@ async def test_the_palette_exports_the_session_being_browsed(session, tmp_path, 
 
     monkeypatch.chdir(tmp_path)
     target = tmp_path / f"toolscope-{SESSION_ID}.json"
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    told = Told()
+    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE, message_hook=told) as pilot:
         await opened(pilot)
         await palette(pilot, "Export as JSON")
         await accept_offered_path(pilot, "JSON")
-        await until(pilot, lambda: exported(pilot.app))
-        assert exported(pilot.app) == [f"Exported as JSON to {target}"]
+        await until(pilot, lambda: exported(told))
+        assert exported(told) == [f"Exported as JSON to {target}"]
     assert json.loads(target.read_text()) == json.loads(json.dumps(view_json(Session.open(session).view())))
 
 
@@ -602,10 +625,11 @@ async def test_exporting_from_the_picker_asks_for_a_session_first(session, tmp_p
 
     monkeypatch.setenv("TOOLSCOPE_HOME", str(session.parent.parent))
     monkeypatch.chdir(tmp_path)
-    async with ViewerApp(None, list_sessions()).run_test(size=SIZE) as pilot:
+    told = Told()
+    async with ViewerApp(None, list_sessions()).run_test(size=SIZE, message_hook=told) as pilot:
         await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
         await palette(pilot, "Export as JSON")
-        await until(pilot, lambda: pilot.app._notifications)
-        notes = [str(note.message) for note in pilot.app._notifications]
+        await until(pilot, told.notes)
+        notes = told.notes()
     assert notes == ["Open a session first: the export is of the session being browsed."]
     assert not list(tmp_path.glob("toolscope-*"))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input
+from textual.widgets.tree import TreeNode
 
 from app.session.events import UserMessageData, encode_event, make_event
 from app.session.line_index import index_path
@@ -32,6 +33,7 @@ from benchmarks.sessions import write_large_session
 from tests.functional.ui.chat_support import until
 from tests.support.screen import screen_rows, text_in
 from tests.support.spellings import respell_file
+from tests.support.told import Told
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -231,18 +233,24 @@ async def test_search_finds_a_hit_inside_a_group_not_yet_expanded_and_jumps_from
 
 
 
+def tree_rows(tree: TrajectoryTree) -> list[TreeNode]:
+    """The node on each of the tree's rows, top to bottom, on the screen or scrolled past."""
+    return [tree.get_node_at_line(line) for line in range(tree.last_line + 1)]
+
+
 async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_reading_order(large, monkeypatch) -> None:
     """On a million events a group holds a million nodes: Shift+Space builds the first rows below the
     cursor in reading order, says it stopped there, and collapses all it expanded when pressed again."""
     monkeypatch.setattr(trajectory, "EXPAND_ALL_ROWS", 160)
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+    told = Told()
+    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE, message_hook=told) as pilot:
         screen = await opened(pilot)
         await pilot.app.workers.wait_for_complete()
         tree = screen.query_one(TrajectoryTree)
         group = tree.root.children[0]
         await pilot.press("home", "shift+space")
         await pilot.pause()
-        rows = [line.node for line in tree._tree_lines]
+        rows = tree_rows(tree)
         below = rows[1 : rows.index(tree.root.children[1])]
         assert 110 < len(below) <= 160  # the group's 100 turns, then what is inside the first
         # Reading order: every row shown is expanded up to the first that is not, and none after it.
@@ -252,12 +260,12 @@ async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_readin
         assert not any(node.is_expanded for node in expandable[first_collapsed:])
         turn_1 = group.children[0]
         assert turn_1.is_expanded and next(node for node in turn_1.children if node.allow_expand).is_expanded
-        assert [note.message for note in pilot.app._notifications] == [
+        assert told.notes() == [
             f"Expanded the first {len(below)} rows below the cursor; the rest stay collapsed (Space expands one)"
         ]
         await pilot.press("shift+space")
         await pilot.pause()
-        assert [line.node for line in tree._tree_lines][:2] == list(tree.root.children[:2])
+        assert tree_rows(tree)[:2] == list(tree.root.children[:2])
         assert not any(node.is_expanded for node in expandable)
 
 

@@ -10,7 +10,8 @@ from markdown_it import MarkdownIt
 
 from app.llm.offline.model import OfflineRequestError, available_tools, plan_reply
 from app.llm.offline.transport import OfflineTransport
-from app.tools.builtins import Workspace, builtin_tools
+from app.tools.builtins import builtin_tools
+from app.tools.file_tools import Workspace
 
 BETA = ("anthropic-beta", "mid-conversation-tool-changes-2026-07-01")
 

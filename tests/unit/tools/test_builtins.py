@@ -10,15 +10,11 @@ import anyio
 import pytest
 
 from app.tools.approval import ApprovalRequest, AutoApprover
-from app.tools.builtins import CommandSettings, Workspace, builtin_tools
-from app.tools.registry import (
-    NOTICE_BYTES,
-    OutputLimits,
-    ToolContext,
-    ToolErrorCode,
-    ToolOutcome,
-    ToolRegistry,
-)
+from app.tools.builtins import builtin_tools
+from app.tools.command_tool import CommandSettings
+from app.tools.file_tools import Workspace
+from app.tools.registry import ToolRegistry
+from app.tools.tool import NOTICE_BYTES, OutputLimits, ToolContext, ToolErrorCode, ToolOutcome
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,8 @@ import pytest
 from app.tools.approval import AutoApprover
 from app.tools.plugins import available_plugins, calculator, clock
 from app.tools.plugins.calculator import CalculationError, calculate
-from app.tools.registry import ToolContext, ToolErrorCode, ToolOutcome, ToolRegistry
+from app.tools.registry import ToolRegistry
+from app.tools.tool import ToolContext, ToolErrorCode, ToolOutcome
 
 pytestmark = pytest.mark.anyio
 

@@ -10,21 +10,9 @@ import anyio
 import pytest
 
 from app.tools.approval import AutoApprover
-from app.tools.registry import (
-    OutputLimits,
-    Plugin,
-    ProblemKind,
-    ServerState,
-    ServerStatus,
-    SourceProblem,
-    Tool,
-    ToolContext,
-    ToolErrorCode,
-    ToolFailure,
-    ToolRegistry,
-    ToolSwitches,
-    UnknownPluginError,
-)
+from app.tools.registry import ToolRegistry, ToolSwitches
+from app.tools.source_state import Plugin, ProblemKind, ServerState, ServerStatus, SourceProblem, UnknownPluginError
+from app.tools.tool import OutputLimits, Tool, ToolContext, ToolErrorCode, ToolFailure
 
 pytestmark = pytest.mark.anyio
 
