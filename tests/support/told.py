@@ -2,11 +2,14 @@
 them), not from the app's private state: the notifications it showed and the turns that ended.
 
 `Told` is a `run_test(message_hook=...)`, which sees every message from the app's start (a
-notification sent while the app mounts included); `turns_ending` subscribes to the app's
+notification sent while the app mounts included); `turn_ends` subscribes to the app's
 `message_signal` once it runs, for a turn that starts after it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from weakref import WeakKeyDictionary
 
 from textual.app import App
 from textual.message import Message
@@ -44,14 +47,21 @@ class Told:
         return [str(note.message) for note in self.notifications if containing in str(note.message)]
 
 
-def turns_ending(app: App[object]) -> list[Worker[object]]:
-    """The turns that end from now on, each added as the app handles its last state change."""
-    ended: list[Worker[object]] = []
+_ENDED: WeakKeyDictionary[App[object], list[Worker[object]]] = WeakKeyDictionary()
 
-    def heard(message: Message) -> None:
-        if turn_finished(message):
-            assert isinstance(message, Worker.StateChanged)
-            ended.append(message.worker)
 
-    app.message_signal.subscribe(app, heard, immediate=True)
-    return ended
+def turn_ends(app: App[object]) -> Callable[[], bool]:
+    """Whether a turn has ended since this call, as the app handled its last state change (one
+    subscription per app, however many prompts a test sends)."""
+    ended = _ENDED.get(app)
+    if ended is None:
+        ended = _ENDED[app] = []
+
+        def heard(message: Message) -> None:
+            if turn_finished(message):
+                assert isinstance(message, Worker.StateChanged)
+                ended.append(message.worker)
+
+        app.message_signal.subscribe(app, heard, immediate=True)
+    before = len(ended)
+    return lambda: len(ended) > before

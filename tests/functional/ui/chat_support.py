@@ -19,7 +19,7 @@ from app.session.session import Session
 from app.ui.app import ChatOptions, ToolscopeApp
 from app.ui.widgets import approval
 from tests.functional.e2e.harness import KEY, KEY_ENV, RouteSpec, route_table
-from tests.support.told import turns_ending
+from tests.support.told import turn_ends
 
 SIZE = (100, 34)
 README = "# Demo project\n\nA small workspace for the chat tests.\n"
@@ -125,10 +125,10 @@ async def submit(pilot: Pilot[Any], *, wait: bool = True) -> None:
     """Press Enter and (by default) wait for the turn to end."""
     app = pilot.app
     assert isinstance(app, ToolscopeApp)
-    ended = turns_ending(app)
+    ended = turn_ends(app)
     await pilot.press("enter")
     if wait:
-        await until(pilot, lambda: ended and not app.turn_running)
+        await until(pilot, lambda: ended() and not app.turn_running)
         await settle(pilot)
 
 

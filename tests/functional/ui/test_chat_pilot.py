@@ -38,7 +38,7 @@ from tests.functional.ui.chat_support import (
     until,
 )
 from tests.support.screen import screen_cells, screen_rows, text_in
-from tests.support.told import Told, turns_ending
+from tests.support.told import Told, turn_ends
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -435,9 +435,9 @@ def test_ctrl_j_and_shift_enter_add_lines_and_enter_sends(bench) -> None:
             await type_text(pilot, "three")
             assert app.chat.composer.text == "one\ntwo\nthree"
             await until(pilot, lambda: app.registry is not None)
-            ended = turns_ending(app)
+            ended = turn_ends(app)
             await pilot.press("enter")
-            await until(pilot, lambda: ended and not app.turn_running)
+            await until(pilot, lambda: ended() and not app.turn_running)
             await settle(pilot)
             assert app.chat.composer.text == ""
         (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
@@ -454,11 +454,11 @@ def test_keys_arriving_in_one_burst_with_their_enter_are_sent(bench) -> None:
         app = bench.app()
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.registry is not None)
-            ended = turns_ending(app)
+            ended = turn_ends(app)
             for character in "hello":  # on the app's queue at once, as a driver puts one read
                 app.post_message(events.Key(character, character))
             app.post_message(events.Key("enter", "\r"))
-            await until(pilot, lambda: ended and not app.turn_running)
+            await until(pilot, lambda: ended() and not app.turn_running)
             await settle(pilot)
             assert app.chat.composer.text == ""
         (user,) = [item for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]

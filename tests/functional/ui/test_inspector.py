@@ -27,7 +27,7 @@ from tests.functional.test_export import KEY as HOSTILE_KEY
 from tests.functional.test_export import crafted_log
 from tests.functional.test_inspect import worked_example, write_session
 from tests.functional.ui.chat_support import make_bench, run, send, settle, type_text, until
-from tests.support.told import Told, turns_ending
+from tests.support.told import Told, turn_ends
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -268,9 +268,9 @@ def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_swi
             # each request as it is logged (the tool call, then the answer).
             seen: list[int] = []
             app.session_advanced.subscribe(screen, lambda _event: seen.append(screen.request), immediate=True)
-            ended = turns_ending(app)
+            ended = turn_ends(app)
             app.post_message(PromptSubmitted("use calculate on 6*7"))
-            await until(pilot, lambda: ended and not app.turn_running)
+            await until(pilot, lambda: ended() and not app.turn_running)
             await settle(pilot)
             assert screen.request == 3 and heading(screen).startswith("Request 3 of 3")
             assert 2 in seen
@@ -282,9 +282,9 @@ def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_swi
             await pilot.press("right")
             assert shown_text(screen)["offline/demo"].startswith("Same as deepseek/deepseek-flash: ")
             # Not following: a new request leaves the screen where it is, until f follows again.
-            ended = turns_ending(app)
+            ended = turn_ends(app)
             app.post_message(PromptSubmitted("thanks"))
-            await until(pilot, lambda: ended and not app.turn_running)
+            await until(pilot, lambda: ended() and not app.turn_running)
             await settle(pilot)
             assert screen.request == 2 and heading(screen).startswith("Request 2 of 4")
             await pilot.press("f")
@@ -303,9 +303,9 @@ def test_inspect_before_any_request_says_so_and_fills_in_when_one_is_logged(benc
             await until(pilot, lambda: isinstance(app.screen, InspectorScreen))
             screen = app.screen
             assert heading(screen) == "This session has no model requests yet."
-            ended = turns_ending(app)
+            ended = turn_ends(app)
             app.post_message(PromptSubmitted("hello"))
-            await until(pilot, lambda: ended and not app.turn_running)
+            await until(pilot, lambda: ended() and not app.turn_running)
             await settle(pilot)
             assert heading(screen).startswith("Request 1 of 1")
 
