@@ -459,8 +459,8 @@ class ToolscopeApp(LiteralApp[None]):
 
     def action_open_trajectory(self) -> None:
         """The trajectory of this session over the chat; it follows the session as it grows."""
-        from app.ui.screens.viewer import TrajectoryScreen
-        from app.ui.trajectory_source import LiveSource
+        from app.trajectory.source import LiveSource
+        from app.ui.trajectory.screen import TrajectoryScreen
 
         if isinstance(self.screen, TrajectoryScreen):
             return

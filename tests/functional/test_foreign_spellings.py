@@ -22,7 +22,7 @@ from app.session.listing import list_sessions
 from app.session.session import Session
 from app.ui.widgets.conversation import SessionHistory
 from tests.functional.ui.chat_support import cursor_blink_off, make_bench, settle, until
-from tests.functional.ui.viewer_support import TOOLSCOPE, trajectory_cells, trajectory_session
+from tests.functional.ui.trajectory_support import TOOLSCOPE, trajectory_cells, trajectory_session
 from tests.support.commands import run_cli
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.screen import screen_cells

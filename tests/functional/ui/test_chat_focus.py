@@ -165,24 +165,24 @@ class TestEscapeClosesPanels:
 
         run(scenario())
 
-    def test_escape_hides_the_keys_panel_in_the_trajectory_viewer_too(self, bench) -> None:
-        from app.ui.screens.viewer import TrajectoryScreen
-        from app.ui.trajectory_source import SessionFileSource
-        from app.ui.viewer_app import ViewerApp
+    def test_escape_hides_the_keys_panel_in_the_trajectory_too(self, bench) -> None:
+        from app.trajectory.source import SessionFileSource
+        from app.ui.trajectory.app import TrajectoryApp
+        from app.ui.trajectory.screen import TrajectoryScreen
 
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
                 await send(pilot, "hello")
-            viewer = ViewerApp(SessionFileSource.open(bench.sessions()[0]))
-            async with viewer.run_test(size=SIZE) as pilot:
-                await until(pilot, lambda: isinstance(viewer.screen, TrajectoryScreen))
-                trajectory = viewer.screen
-                viewer.action_show_help_panel()
+            trajectory_app = TrajectoryApp(SessionFileSource.open(bench.sessions()[0]))
+            async with trajectory_app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: isinstance(trajectory_app.screen, TrajectoryScreen))
+                trajectory = trajectory_app.screen
+                trajectory_app.action_show_help_panel()
                 await settle(pilot)
                 assert trajectory.query("HelpPanel")
                 await pilot.press("escape")
                 await settle(pilot)
-                assert not trajectory.query("HelpPanel") and viewer.screen is trajectory
+                assert not trajectory.query("HelpPanel") and trajectory_app.screen is trajectory
 
         run(scenario())

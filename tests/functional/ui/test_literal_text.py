@@ -407,7 +407,7 @@ def test_property_session_titles_tool_names_and_provider_failures_are_shown_lite
     bench = workbenches()
     from app.session.listing import list_sessions
     from app.ui.screens.session_picker import SessionPickerScreen
-    from app.ui.screens.viewer import TrajectoryScreen
+    from app.ui.trajectory.screen import TrajectoryScreen
 
     directory = bench.home / "sessions"
     paths = [write_session(directory, prompt=prompt, tool=tool) for prompt, tool in sessions]

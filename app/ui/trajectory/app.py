@@ -14,15 +14,15 @@ from textual.binding import Binding
 from app.i18n import N_, _
 from app.llm.routes import RouteCatalog
 from app.session.listing import SessionSummary
+from app.trajectory.source import SessionFileSource, TrajectorySource
 from app.ui import keymap
 from app.ui.commands import EXPORT_COMMANDS, SystemCommands
-from app.ui.screens.viewer import TrajectoryScreen, ViewerSessionPicker
 from app.ui.text import LiteralApp
-from app.ui.trajectory_source import SessionFileSource, TrajectorySource
+from app.ui.trajectory.screen import TrajectoryScreen, TrajectorySessionPicker
 
 
-class ViewerApp(LiteralApp[None]):
-    TITLE = "toolscope view"
+class TrajectoryApp(LiteralApp[None]):
+    TITLE = "toolscope view"  # the command's name, which stays `view` (docs/decisions.md)
     COMMANDS = {SystemCommands} | EXPORT_COMMANDS
     BINDINGS = [Binding(keymap.QUIT, "quit", N_("Quit"), priority=True)]
 
@@ -50,7 +50,7 @@ class ViewerApp(LiteralApp[None]):
             self._pick()
 
     def _pick(self) -> None:
-        self.push_screen(ViewerSessionPicker(self._sessions), self._chosen)
+        self.push_screen(TrajectorySessionPicker(self._sessions), self._chosen)
 
     def _chosen(self, path: str | None) -> None:
         if not path:
@@ -72,11 +72,11 @@ class ViewerApp(LiteralApp[None]):
         ask_and_export(self, session, list(self.catalog), fmt, Path.cwd())
 
 
-def run_viewer(
+def run_trajectory(
     source: TrajectorySource | None,
     sessions: list[SessionSummary] | None = None,
     catalog: RouteCatalog | None = None,
 ) -> int:
-    app = ViewerApp(source, sessions, catalog)
+    app = TrajectoryApp(source, sessions, catalog)
     app.run()
     return app.return_code or 0
