@@ -150,9 +150,10 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     # The session models and the route catalog's old models: pydantic builds its classes slowly.
     "pydantic", "pydantic_core", "app.session.events", "app.session.view",
     # The conversation's blocks (a widget class costs its Textual set-up) come with the first item.
-    "app.ui.widgets.assistant_message", "app.ui.widgets.reasoning", "app.ui.widgets.tool_call",
-    "app.ui.widgets.user_message", "app.ui.widgets.failure_nodes", "app.ui.widgets.markers",
-    "app.ui.widgets.approval", "app.tools.approval",
+    "app.ui.widgets.conversation.assistant_message", "app.ui.widgets.conversation.reasoning",
+    "app.ui.widgets.conversation.tool_call", "app.ui.widgets.conversation.user_message",
+    "app.ui.widgets.conversation.failure_nodes", "app.ui.widgets.conversation.markers",
+    "app.ui.widgets.conversation.approval", "app.tools.approval",
 )  # fmt: skip
 
 

@@ -20,12 +20,13 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from app.i18n import N_, _
+from app.session.resumed import ResumedLog
 from app.ui import keymap
 from app.ui.footer import LocalizedFooter
 from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
 from app.ui.text import literal
 from app.ui.widgets.composer import Composer, SlashCompletions
-from app.ui.widgets.conversation import Conversation, SessionHistory
+from app.ui.widgets.conversation.pane import Conversation
 from app.ui.widgets.queued_prompts import QueuedPrompts
 from app.ui.widgets.status_line import StatusLine, Usage
 
@@ -108,7 +109,7 @@ class ChatScreen(Screen[None]):
         Only its last turns are read (in a thread) before they are painted; older ones are read when
         the user scrolls back, and the status line's totals over the whole log come after the frame.
         """
-        history = None
+        resumed = None
         view = self._view_size()
         conversation = self._conversation
         if not conversation.pristine:
@@ -121,23 +122,23 @@ class ChatScreen(Screen[None]):
         if path is not None:
             # Not in the batch below: the screen keeps answering (keys shown) while a log is read,
             # which is seconds when a large one is indexed for the first time.
-            history = await asyncio.to_thread(SessionHistory, path)
+            resumed = await asyncio.to_thread(ResumedLog, path)
         if not self.is_attached:
             return  # the app quit while the session was being read
         # One layout and one frame for the blocks and the welcome going with them, not one for each
         # step: at start-up each costs about as much as the blocks themselves.
         with self.app.batch_update():
-            if history is not None:
-                self._fed = history.total
-                await conversation.resume(history, view)
+            if resumed is not None:
+                self._fed = resumed.total
+                await conversation.resume(resumed, view)
                 if not self.is_attached:
                     return
             self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(Usage())
         self.app.session_advanced.publish(None)
-        if path is not None and history is not None:
+        if path is not None and resumed is not None:
             # After the frame: counting reads the whole log (in a thread, but it holds the GIL).
-            count = partial(self._count_usage, path, history.total)
+            count = partial(self._count_usage, path, resumed.total)
             self.call_after_refresh(self.run_worker, count, group="usage", exclusive=True)
 
     def _view_size(self) -> Size:
@@ -178,7 +179,7 @@ class ChatScreen(Screen[None]):
         await self.conversation.stream(message.event)
 
     async def on_approval_asked(self, message: ApprovalAsked) -> None:
-        from app.ui.widgets.approval import ApprovalBlock
+        from app.ui.widgets.conversation.approval import ApprovalBlock
 
         block = ApprovalBlock(message.request, message.decision)
         conversation = self.conversation

@@ -9,8 +9,8 @@ from textual.widgets import Input
 
 from app.ui.screens.help import HelpScreen
 from app.ui.screens.route_picker import RoutePickerScreen
-from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.composer import Composer
+from app.ui.widgets.conversation.approval import ApprovalPrompt
 from tests.functional.ui.chat_support import SIZE, make_bench, run, send, settle, type_text, until
 from tests.support.screen import screen_rows, text_in
 

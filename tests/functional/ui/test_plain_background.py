@@ -12,7 +12,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from app.ui.widgets.block import PlainBackground
+from app.ui.widgets.conversation.block import PlainBackground
 from tests.support.screen import screen_cells
 
 LOOKS = {

@@ -30,7 +30,7 @@ from app.ui.trajectory.flat_list import TrajectoryList
 from app.ui.trajectory.labels import MATCH_STYLE, entry_label
 from app.ui.trajectory.screen import KindsScreen, TrajectoryScreen, TrajectorySessionPicker
 from app.ui.trajectory.tree import Part, TrajectoryTree
-from app.ui.widgets.approval import ApprovalPrompt
+from app.ui.widgets.conversation.approval import ApprovalPrompt
 from benchmarks.sessions import write_large_session
 from tests.functional.test_export import HOSTILE, crafted_log
 from tests.functional.test_inspect import write_session
