@@ -36,6 +36,7 @@ from app.trajectory.indexed import Trajectory, classification_matters
 from app.trajectory.model import TrajectoryModel
 from app.trajectory.source import TrajectorySource
 from app.ui import keymap
+from app.ui.contract import session_host
 from app.ui.footer import LocalizedFooter
 from app.ui.screens.inspector import InspectorScreen
 from app.ui.screens.modal import ClosableModal
@@ -138,7 +139,9 @@ class TrajectoryScreen(Screen[None]):
         self.query_one("#trajectory-loading").display = False
         self._show_model(model)
         if source.live:
-            self.app.session_advanced.subscribe(self, self._advanced)  # type: ignore[attr-defined]
+            signal = session_host(self.app).session_advanced
+            if signal is not None:
+                signal.subscribe(self, self._advanced)
             return
         # Behind the first frame with rows, not before it: the threads share the interpreter.
         self.call_after_refresh(self._start_background, model)
@@ -336,15 +339,13 @@ class TrajectoryScreen(Screen[None]):
         detail.display = not detail.display
 
     def action_inspect(self) -> None:
-        """The inspector on the request under the cursor (the latest when the cursor is on none);
-        over the chat it follows the session as it is logged, as the chat's own inspector does."""
+        """The inspector on the request under the cursor (the latest when the cursor is on none), of
+        the session the app shows (this one); over the chat it follows the session as it is logged,
+        as the chat's own inspector does."""
         if not self.loaded:
             return
         request = self.selected_request
-        source = self.source.load if self.source.live else (lambda: self.model.view)
-        self.app.push_screen(
-            InspectorScreen(request=request.index if request is not None else None, follow_latest=False, source=source)
-        )
+        self.app.push_screen(InspectorScreen(request=request.index if request is not None else None, follow_latest=False))
 
     def action_next_preset(self) -> None:
         names = [preset.kinds for preset in PRESETS]

@@ -263,8 +263,9 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
     def _changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
         """What a tool change changed, read from the headers of the session shown."""
         from app.session.tool_changes import changed_tools
+        from app.ui.contract import chat_host
 
-        session = self.app.session  # type: ignore[attr-defined]
+        session = chat_host(self.app).session
         return changed_tools(session.chain, item) if session is not None else ()
 
     def _call_block(self, call_id: str, name: str, arguments: str) -> ToolCallBlock:
