@@ -51,7 +51,7 @@ from app.agent.runtime import catalog_from  # noqa: E402
 from app.llm.stream import BlockDelta, BlockStart  # noqa: E402
 from app.session.view_items import AssistantItem, UserItem  # noqa: E402
 from app.ui.app import ChatOptions, ToolscopeApp  # noqa: E402
-from app.ui.widgets.conversation import WINDOW, Conversation  # noqa: E402
+from app.ui.widgets.conversation.pane import WINDOW, Conversation  # noqa: E402
 from benchmarks.sessions import write_large_session  # noqa: E402
 
 SIZE = (120, 40)

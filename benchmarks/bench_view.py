@@ -4,7 +4,7 @@ and "Benchmarks").
 The large session is a file (`--file`, by default the 1M-event one the large-sessions benchmark
 leaves in /tmp/large_bench) or one generated here (`--events N`, `benchmarks/sessions.py`); the
 10-event one is generated. Each measurement runs in a fresh subprocess running the viewer headless
-(`ViewerApp.run_test`), so nothing one measurement loaded helps the next:
+(`TrajectoryApp.run_test`), so nothing one measurement loaded helps the next:
 - first paint: from opening the session (what `toolscope view FILE` does before the app starts)
   to the first frame of the Trajectory screen (its loading line), and to the first frame with
   the trajectory's rows, and to the first frame showing the latest turn expanded with the cursor
@@ -70,14 +70,14 @@ async def _measure(path: Path, keys: int, pages: int, mode: str) -> dict[str, fl
     from textual import events
 
     from app.session.view import Turn
-    from app.ui.screens.viewer import TrajectoryScreen
-    from app.ui.trajectory_source import SessionFileSource
-    from app.ui.viewer_app import ViewerApp
-    from app.ui.widgets.trajectory import TrajectoryTree, entry_of
-    from app.ui.widgets.trajectory_list import TrajectoryList
+    from app.trajectory.source import SessionFileSource
+    from app.ui.trajectory.app import TrajectoryApp
+    from app.ui.trajectory.flat_list import TrajectoryList
+    from app.ui.trajectory.screen import TrajectoryScreen
+    from app.ui.trajectory.tree import TrajectoryTree, entry_of
 
     start = time.perf_counter()
-    app = ViewerApp(SessionFileSource.open(path))
+    app = TrajectoryApp(SessionFileSource.open(path))
     painted = asyncio.Event()
     display = app._display
 

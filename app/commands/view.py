@@ -39,13 +39,13 @@ def run(options: argparse.Namespace, config: Config | None) -> int:
     from app.paths import sessions_dir
     from app.session.ids import session_file
     from app.session.listing import list_sessions
-    from app.ui.trajectory_source import SessionFileSource
-    from app.ui.viewer_app import run_viewer
+    from app.trajectory.source import SessionFileSource
+    from app.ui.trajectory.app import run_trajectory
 
     catalog = catalog_from(config)
     if options.session is None:
-        return run_viewer(None, list_sessions(), catalog)
+        return run_trajectory(None, list_sessions(), catalog)
     source = SessionFileSource.open(session_file(sessions_dir(), options.session))
-    if source.session is not None:  # else opened by the viewer, after it has indexed the file
+    if source.session is not None:  # else opened by the trajectory, after it has indexed the file
         warn_if_torn(source.session)
-    return run_viewer(source, catalog=catalog)
+    return run_trajectory(source, catalog=catalog)

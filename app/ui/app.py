@@ -182,9 +182,7 @@ class ToolscopeApp(LiteralApp[None]):
 
     async def _load_history(self) -> None:
         prompts = await asyncio.to_thread(load_history)
-        composer = self.chat.composer
-        composer.prompt_history.prompts[:0] = prompts
-        composer.prompt_history.add("")
+        self.chat.load_prompts(prompts)
 
     async def _open_session(self, path: Path) -> None:
         """Resume `path` (reduced in a thread); a session another process writes opens read-only."""
@@ -200,8 +198,7 @@ class ToolscopeApp(LiteralApp[None]):
             )
             session = await asyncio.to_thread(_load_session, path)
             self.read_only = session
-            self.chat.status.read_only = True
-            self.chat.composer.disabled = True
+            self.chat.show_read_only(True)
         except SessionError as error:
             self.notify(str(error), title=_("Cannot open the session"), severity="error", timeout=10)
             return
@@ -232,7 +229,7 @@ class ToolscopeApp(LiteralApp[None]):
         return session.view() if session is not None else None
 
     async def action_quit(self) -> None:
-        queued = len(self.chat.queued.prompts) if self.chat.is_attached else 0
+        queued = self.chat.queued_count if self.chat.is_attached else 0
         if queued and monotonic() - self._quit_asked > QUIT_AGAIN_WITHIN:
             # Queued prompts were typed to be sent: quitting drops them, so it is asked first.
             self._quit_asked = monotonic()
@@ -275,19 +272,19 @@ class ToolscopeApp(LiteralApp[None]):
         if keeps(text):
             self.run_worker(asyncio.to_thread(append_history, text), group="history")
         if self.turn_running:
-            self.chat.queued.add(text)  # sent when the turn ends: a prompt is never thrown away
+            self.chat.queue(text)  # sent when the turn ends: a prompt is never thrown away
             return
         await self._start_turn(text)
 
     async def _start_turn(self, text: str) -> None:
-        await self.chat.conversation.jump_to_end()  # the prompt sent and what follows it are shown
+        await self.chat.action_jump_to_end()  # the prompt sent and what follows it are shown
         self._turn = self.run_worker(self._run_turn(text), name="turn", group="turn", exit_on_error=False)
 
     async def _send_queued(self) -> None:
         """The oldest queued prompt, once no turn runs (a cancelled turn keeps the queue going)."""
         if self.turn_running or self.read_only is not None or self._quitting:
             return  # a queue left when the app closes was confirmed away (`action_quit`)
-        text = self.chat.queued.take_next()
+        text = self.chat.take_queued()
         if text is not None:
             await self._start_turn(text)
 
@@ -371,8 +368,7 @@ class ToolscopeApp(LiteralApp[None]):
         self.route = self.catalog.get(route_id)
         if self.agent is not None:
             self.agent.switch_route(route_id)
-        self.chat.status.route = self.route
-        self.chat.status.show()
+        self.chat.show_route(self.route)
         self.notify(_("Route: {route}").format(route=self.route.display_label), timeout=3)
 
     def action_new_sequence(self) -> None:
@@ -435,12 +431,10 @@ class ToolscopeApp(LiteralApp[None]):
     async def rerender(self) -> None:
         """Build the chat's texts again in the current language, from the log."""
         chat = self.chat
-        await chat.recompose()
-        chat.status.route = self.route
-        chat.status.read_only = self.read_only is not None
+        await chat.recompose()  # its status line reads the route and the read-only state again
         session = self.session
         await chat.show_session(session.path if session is not None else None)
-        chat.composer.focus()
+        chat.focus_composer()
 
     def action_help(self) -> None:
         from app.ui.screens.help import HelpScreen
@@ -460,8 +454,8 @@ class ToolscopeApp(LiteralApp[None]):
 
     def action_open_trajectory(self) -> None:
         """The trajectory of this session over the chat; it follows the session as it grows."""
-        from app.ui.screens.viewer import TrajectoryScreen
-        from app.ui.trajectory_source import LiveSource
+        from app.trajectory.source import LiveSource
+        from app.ui.trajectory.screen import TrajectoryScreen
 
         if isinstance(self.screen, TrajectoryScreen):
             return
@@ -498,8 +492,7 @@ class ToolscopeApp(LiteralApp[None]):
             self.writer.close()
             self.writer = None
         self.read_only = None
-        self.chat.status.read_only = False
-        self.chat.composer.disabled = False
+        self.chat.show_read_only(False)
         await self._open_session(path)
         if self.registry is not None and self.session is not None:
             # Tools still starting read the session themselves (`_start_tools`).

@@ -158,7 +158,7 @@ CRASHING = """
 import sys
 from app import cli
 from app.ui.screens.chat import ChatScreen
-from app.ui.screens.viewer import TrajectoryScreen
+from app.ui.trajectory.screen import TrajectoryScreen
 
 def crash(self):
     raise RuntimeError("a bug in the interface")

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from app.session.events import encode_event, encode_header
 from app.session.listing import list_sessions
+from app.session.resumed import ResumedLog
 from app.session.session import Session
-from app.ui.widgets.conversation import SessionHistory
 from tests.functional.ui.chat_support import cursor_blink_off, make_bench, settle, until
-from tests.functional.ui.viewer_support import TOOLSCOPE, trajectory_cells, trajectory_session
+from tests.functional.ui.trajectory_support import TOOLSCOPE, trajectory_cells, trajectory_session
 from tests.support.commands import run_cli
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.screen import screen_cells
@@ -36,7 +36,7 @@ COMMANDS = (("inspect", "--json"), ("inspect", "--no-pager"), ("export", "--form
 def outputs(path: Path) -> list[object]:
     """What each reading command prints for `path`, and what the view and a resumed chat read."""
     printed = [run_cli(command, str(path), *options) for command, *options in COMMANDS]
-    return [*printed, list(Session.open(path).view().items), SessionHistory(path).earlier(1_000_000)]
+    return [*printed, list(Session.open(path).view().items), ResumedLog(path).earlier(1_000_000)]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

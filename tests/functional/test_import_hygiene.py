@@ -62,6 +62,34 @@ def test_headless_modules_do_not_import_textual() -> None:
     assert report["textual"] == [], f"headless imports pulled in Textual: {report['textual']}"
 
 
+IMPORT_THE_TRAJECTORY = textwrap.dedent(
+    """
+    import importlib, json, pkgutil, sys
+
+    import app.trajectory as package
+
+    names = [package.__name__]
+    names += [info.name for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    for name in names:
+        importlib.import_module(name)
+    interface = sorted(name for name in sys.modules if name.partition(".")[0] in ("textual", "rich"))
+    print(json.dumps({"imported": names, "interface": interface}))
+    """
+)
+
+
+def test_the_trajectory_package_imports_neither_textual_nor_rich() -> None:
+    """The trajectory's model, index, labels, search and source are headless: every module of
+    `app.trajectory` is imported and neither Textual nor Rich comes with them (`app.ui.trajectory`
+    draws them)."""
+    result = subprocess.run([sys.executable, "-c", IMPORT_THE_TRAJECTORY], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for expected in ("app.trajectory.model", "app.trajectory.indexed", "app.trajectory.labels", "app.trajectory.source"):
+        assert expected in report["imported"]
+    assert report["interface"] == [], f"the trajectory package pulled in {report['interface']}"
+
+
 def _imported_modules(importtime_report: str) -> set[str]:
     """Module names from `python -X importtime` output (`import time: self | cumulative | name`)."""
     names = set()
@@ -140,9 +168,10 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     # The session models and the route catalog's old models: pydantic builds its classes slowly.
     "pydantic", "pydantic_core", "app.session.events", "app.session.view", "app.session.view_items",
     # The conversation's blocks (a widget class costs its Textual set-up) come with the first item.
-    "app.ui.widgets.assistant_message", "app.ui.widgets.reasoning", "app.ui.widgets.tool_call",
-    "app.ui.widgets.user_message", "app.ui.widgets.failure_nodes", "app.ui.widgets.markers",
-    "app.ui.widgets.approval", "app.tools.approval",
+    "app.ui.widgets.conversation.assistant_message", "app.ui.widgets.conversation.reasoning",
+    "app.ui.widgets.conversation.tool_call", "app.ui.widgets.conversation.user_message",
+    "app.ui.widgets.conversation.failure_nodes", "app.ui.widgets.conversation.markers",
+    "app.ui.widgets.conversation.approval", "app.tools.approval",
 )  # fmt: skip
 
 

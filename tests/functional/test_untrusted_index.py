@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from app.session.events import encode_event, encode_header
 from app.session.line_index import INDEX_MAGIC, index_path
 from app.session.session import Session
-from tests.functional.ui.viewer_support import TOOLSCOPE, trajectory_cells, trajectory_session
+from tests.functional.ui.trajectory_support import TOOLSCOPE, trajectory_cells, trajectory_session
 from tests.support.commands import Outcome, run_cli
 from tests.support.histories import GeneratedLog, session_logs
 from tests.support.index_cache import IndexCache

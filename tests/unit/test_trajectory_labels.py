@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.ui.widgets.trajectory_model import parsed_first_line, plain_first_line
+from app.trajectory.labels import parsed_first_line, plain_first_line
 
 
 @pytest.mark.parametrize(
@@ -47,10 +47,11 @@ def test_a_prose_line_reads_as_the_parse_reads_it(line: str) -> None:
 def turn_label(prompt: str, end_reason: str | None = "completed") -> str:
     from app.session.view import Turn
     from app.session.view_items import UserItem
-    from app.ui.widgets.trajectory_model import Entry, entry_label
+    from app.trajectory.entries import Entry
+    from app.trajectory.labels import label_of
 
     turn = Turn(number=12, seq=40, items=[UserItem(seq=41, id="u-1", text=prompt)], end_seq=60, end_reason=end_reason)
-    return entry_label(Entry(40, frozenset({"turn"}), turn, None, None)).plain
+    return label_of(Entry(40, frozenset({"turn"}), turn, None, None)).plain
 
 
 def test_a_turns_row_shows_the_start_of_its_prompt() -> None:
@@ -61,7 +62,7 @@ def test_a_turns_row_shows_the_start_of_its_prompt() -> None:
 def test_a_long_or_wide_prompt_is_cut_by_cells_on_one_line() -> None:
     from rich.cells import cell_len
 
-    from app.ui.widgets.trajectory_model import PROMPT_CELLS
+    from app.trajectory.labels import PROMPT_CELLS
 
     wide = turn_label("修复失败的测试" * 20)
     prompt = wide.removeprefix("Turn 12 · ")

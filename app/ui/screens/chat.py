@@ -7,7 +7,7 @@ log) and keeps the status line's figures; the app owns the agent and the session
 from __future__ import annotations
 
 import asyncio
-from functools import partial
+from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,12 +20,14 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from app.i18n import N_, _
+from app.session.resumed import ResumedLog
 from app.ui import keymap
+from app.ui.contract import ChatHost, chat_host
 from app.ui.footer import LocalizedFooter
 from app.ui.messages import ApprovalAsked, EventAppended, NewOutputBelow, StreamPiece
 from app.ui.text import literal
 from app.ui.widgets.composer import Composer, SlashCompletions
-from app.ui.widgets.conversation import Conversation, SessionHistory
+from app.ui.widgets.conversation.pane import Conversation
 from app.ui.widgets.queued_prompts import QueuedPrompts
 from app.ui.widgets.status_line import StatusLine, Usage
 
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from textual.css.query import DOMQuery
     from textual.widget import Widget
 
-    from app.ui.app import ToolscopeApp
+    from app.llm.routes import Route
 
 
 def usage_until(path: Path, total: int) -> Usage:
@@ -55,8 +57,6 @@ class ChatScreen(Screen[None]):
         Binding(keymap.JUMP_TO_END, "jump_to_end", N_("Newest"), show=False),
     ]
 
-    app: ToolscopeApp  # type: ignore[assignment]
-
     def __init__(self) -> None:
         super().__init__()
         self._fed = 0
@@ -70,14 +70,19 @@ class ChatScreen(Screen[None]):
         yield Static(literal(_("↓ New output below (Ctrl+End)")), id="new-output")
         yield QueuedPrompts(id="queued")
         yield Composer(SlashCompletions(id="completions"), id="composer")
-        yield StatusLine(id="status")
+        status = StatusLine(id="status")
+        status.route, status.read_only = self._host.route, self._host.read_only is not None
+        yield status
         yield LocalizedFooter()
 
     def on_mount(self) -> None:
-        self.status.route = self.app.route
         self.status.show()
         # After the first frame: starting the tools imports the registry (and more) on this loop.
-        self.call_after_refresh(self.app.start_runtime)
+        self.call_after_refresh(self._host.start_runtime)
+
+    @cached_property
+    def _host(self) -> ChatHost:
+        return chat_host(self.app)
 
     @staticmethod
     def _welcome() -> str:
@@ -102,13 +107,47 @@ class ChatScreen(Screen[None]):
     def queued(self) -> QueuedPrompts:
         return self.query_one(QueuedPrompts)
 
+    # --- what the app tells the chat -----------------------------------------------------------------
+
+    def load_prompts(self, prompts: list[str]) -> None:
+        """The prompts of earlier chats (oldest first), recalled with Up before those sent since."""
+        history = self.composer.prompt_history
+        history.prompts[:0] = prompts
+        history.add("")
+
+    def show_route(self, route: Route) -> None:
+        status = self.status
+        status.route = route
+        status.show()
+
+    def show_read_only(self, read_only: bool) -> None:
+        """A session another process writes: the status line says so (with its next figures) and
+        the composer takes no prompt."""
+        self.status.read_only = read_only
+        self.composer.disabled = read_only
+
+    def queue(self, prompt: str) -> None:
+        """Hold `prompt` until the running turn ends."""
+        self.queued.add(prompt)
+
+    def take_queued(self) -> str | None:
+        """The oldest queued prompt, now to be sent (None: none waits)."""
+        return self.queued.take_next()
+
+    @property
+    def queued_count(self) -> int:
+        return len(self.queued.prompts)
+
+    def focus_composer(self) -> None:
+        self.composer.focus()
+
     async def show_session(self, path: Path | None) -> None:
         """Render a log from scratch (a resumed session, a language switch): the same blocks as live.
 
         Only its last turns are read (in a thread) before they are painted; older ones are read when
         the user scrolls back, and the status line's totals over the whole log come after the frame.
         """
-        history = None
+        resumed = None
         view = self._view_size()
         conversation = self._conversation
         if not conversation.pristine:
@@ -121,23 +160,23 @@ class ChatScreen(Screen[None]):
         if path is not None:
             # Not in the batch below: the screen keeps answering (keys shown) while a log is read,
             # which is seconds when a large one is indexed for the first time.
-            history = await asyncio.to_thread(SessionHistory, path)
+            resumed = await asyncio.to_thread(ResumedLog, path)
         if not self.is_attached:
             return  # the app quit while the session was being read
         # One layout and one frame for the blocks and the welcome going with them, not one for each
         # step: at start-up each costs about as much as the blocks themselves.
         with self.app.batch_update():
-            if history is not None:
-                self._fed = history.total
-                await conversation.resume(history, view)
+            if resumed is not None:
+                self._fed = resumed.total
+                await conversation.resume(resumed, view)
                 if not self.is_attached:
                     return
             self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(Usage())
-        self.app.session_advanced.publish(None)
-        if path is not None and history is not None:
+        self._host.session_advanced.publish(None)
+        if path is not None and resumed is not None:
             # After the frame: counting reads the whole log (in a thread, but it holds the GIL).
-            count = partial(self._count_usage, path, history.total)
+            count = partial(self._count_usage, path, resumed.total)
             self.call_after_refresh(self.run_worker, count, group="usage", exclusive=True)
 
     def _view_size(self) -> Size:
@@ -151,7 +190,7 @@ class ChatScreen(Screen[None]):
 
     async def _count_usage(self, path: Path, total: int) -> None:
         usage = await asyncio.to_thread(usage_until, path, total)
-        view = self.app.view()
+        view = self._host.view()
         for item in view.items[total : self._fed] if view is not None else ():
             usage.count(item)  # fed live while the totals were read
         self.status.reset(usage)
@@ -159,7 +198,7 @@ class ChatScreen(Screen[None]):
     async def on_event_appended(self, message: EventAppended) -> None:
         from app.session.events import TurnEnd
 
-        view = self.app.view()
+        view = self._host.view()
         if view is None:
             return
         event = message.event
@@ -172,13 +211,13 @@ class ChatScreen(Screen[None]):
         if isinstance(event, TurnEnd):
             await self.conversation.end_turn(event.data.reason)
         self.query_one("#welcome").add_class("-hidden")
-        self.app.session_advanced.publish(event)
+        self._host.session_advanced.publish(event)
 
     async def on_stream_piece(self, message: StreamPiece) -> None:
         await self.conversation.stream(message.event)
 
     async def on_approval_asked(self, message: ApprovalAsked) -> None:
-        from app.ui.widgets.approval import ApprovalBlock
+        from app.ui.widgets.conversation.approval import ApprovalBlock
 
         block = ApprovalBlock(message.request, message.decision)
         conversation = self.conversation
@@ -231,4 +270,4 @@ class ChatScreen(Screen[None]):
         if self.composer.completions.visible:
             self.composer.load_text("")
             return
-        self.app.cancel_turn()
+        self._host.cancel_turn()

@@ -1,9 +1,10 @@
 """The inspector screen: one request of a session, every route side by side (`Inspector`).
 
-Over any app that has a session: it reads the session view from `source` (default: `app.view()`)
-and the routes from `routes` (default: the app's catalog), and builds the request's report with
-the report model (`inspect_requests`, only that request and the one before it). When the app has
-a `session_advanced` signal (the chat publishes it after every logged event), the screen follows
+Over any app that shows a session (`app.ui.contract.SessionHost`): it reads the session view from
+`source` (default: `app.view()`) and the routes from `routes` (default: the app's catalog), and
+builds the request's report with the report model (`inspect_requests`, only that request and the
+one before it). When the app has a `session_advanced` signal (the chat publishes it after every
+logged event), the screen follows
 the session live: the report is read again when a request is logged or the session is replaced,
 and while it follows the latest request it moves to each new one.
 
@@ -29,6 +30,7 @@ from app.llm.routes import Route
 from app.report.model import RequestReport, inspect_requests
 from app.session.view import SessionView
 from app.ui import keymap
+from app.ui.contract import session_host
 from app.ui.footer import LocalizedFooter
 from app.ui.screens.tools import SourceSwitch
 from app.ui.text import literal
@@ -112,11 +114,11 @@ class InspectorScreen(Screen[None]):
     @property
     def routes(self) -> tuple[Route, ...]:
         if self._routes is None:
-            self._routes = tuple(self.app.catalog)  # type: ignore[attr-defined]
+            self._routes = tuple(session_host(self.app).catalog)
         return self._routes
 
     def _read_view(self) -> SessionView | None:
-        source = self._source or self.app.view  # type: ignore[attr-defined]
+        source = self._source or session_host(self.app).view
         return source()
 
     @property
@@ -140,12 +142,12 @@ class InspectorScreen(Screen[None]):
     def on_mount(self) -> None:
         self.inspector.show_routes(self.shown_routes)
         self._refresh(force=True)
-        signal = getattr(self.app, "session_advanced", None)
+        signal = session_host(self.app).session_advanced
         if signal is not None:
             signal.subscribe(self, self._session_advanced)
 
     def on_unmount(self) -> None:
-        signal = getattr(self.app, "session_advanced", None)
+        signal = session_host(self.app).session_advanced
         if signal is not None:
             signal.unsubscribe(self)
 
@@ -195,7 +197,7 @@ class InspectorScreen(Screen[None]):
 
     @property
     def _live(self) -> bool:
-        return getattr(self.app, "session_advanced", None) is not None
+        return session_host(self.app).session_advanced is not None
 
     def action_previous(self) -> None:
         if self.request is not None and self.request > 1:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -23,9 +24,12 @@ from app.session.listing import SessionSummary
 from app.terminal import printable
 from app.ui.screens.picker import PickerColumn, PickerRow, PickerScreen
 
+HERE = Path(__file__).parent
+
 
 class SessionPickerScreen(PickerScreen):
-    CSS_PATH: ClassVar[str | list[str]] = ["picker.tcss", "session_picker.tcss"]
+    # From this file: a relative path is read beside the subclass's module (the trajectory's picker).
+    CSS_PATH: ClassVar[str | list[str]] = [str(HERE / "picker.tcss"), str(HERE / "session_picker.tcss")]
 
     def __init__(self, sessions: Sequence[SessionSummary] | Callable[[], Sequence[SessionSummary]]) -> None:
         """`sessions`, or what reads them (`list_sessions`): that runs in a thread after the screen

@@ -17,7 +17,7 @@ from app.agent.runtime import catalog_from
 from app.config import Config, load_config
 from app.session.session import Session
 from app.ui.app import ChatOptions, ToolscopeApp
-from app.ui.widgets import approval
+from app.ui.widgets.conversation import approval
 from tests.functional.e2e.harness import KEY, KEY_ENV, RouteSpec, route_table
 from tests.support.told import turn_ends
 

@@ -9,8 +9,8 @@ from textual.widgets import Input
 
 from app.ui.screens.help import HelpScreen
 from app.ui.screens.route_picker import RoutePickerScreen
-from app.ui.widgets.approval import ApprovalPrompt
 from app.ui.widgets.composer import Composer
+from app.ui.widgets.conversation.approval import ApprovalPrompt
 from tests.functional.ui.chat_support import SIZE, make_bench, run, send, settle, type_text, until
 from tests.support.screen import screen_rows, text_in
 
@@ -165,24 +165,24 @@ class TestEscapeClosesPanels:
 
         run(scenario())
 
-    def test_escape_hides_the_keys_panel_in_the_trajectory_viewer_too(self, bench) -> None:
-        from app.ui.screens.viewer import TrajectoryScreen
-        from app.ui.trajectory_source import SessionFileSource
-        from app.ui.viewer_app import ViewerApp
+    def test_escape_hides_the_keys_panel_in_the_trajectory_too(self, bench) -> None:
+        from app.trajectory.source import SessionFileSource
+        from app.ui.trajectory.app import TrajectoryApp
+        from app.ui.trajectory.screen import TrajectoryScreen
 
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
                 await send(pilot, "hello")
-            viewer = ViewerApp(SessionFileSource.open(bench.sessions()[0]))
-            async with viewer.run_test(size=SIZE) as pilot:
-                await until(pilot, lambda: isinstance(viewer.screen, TrajectoryScreen))
-                trajectory = viewer.screen
-                viewer.action_show_help_panel()
+            trajectory_app = TrajectoryApp(SessionFileSource.open(bench.sessions()[0]))
+            async with trajectory_app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: isinstance(trajectory_app.screen, TrajectoryScreen))
+                trajectory = trajectory_app.screen
+                trajectory_app.action_show_help_panel()
                 await settle(pilot)
                 assert trajectory.query("HelpPanel")
                 await pilot.press("escape")
                 await settle(pilot)
-                assert not trajectory.query("HelpPanel") and viewer.screen is trajectory
+                assert not trajectory.query("HelpPanel") and trajectory_app.screen is trajectory
 
         run(scenario())

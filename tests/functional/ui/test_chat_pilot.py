@@ -18,11 +18,11 @@ from app.llm.projection import project_request
 from app.session.events import ToolRegistryUpdate
 from app.session.view_items import ContextItem
 from app.ui.screens.help import HelpScreen
-from app.ui.widgets import approval
-from app.ui.widgets.approval import ApprovalPrompt
-from app.ui.widgets.assistant_message import AssistantBlock
-from app.ui.widgets.context_node import ContextBlock, ContextNode
-from app.ui.widgets.tool_call import ToolCallBlock
+from app.ui.widgets.conversation import approval
+from app.ui.widgets.conversation.approval import ApprovalPrompt
+from app.ui.widgets.conversation.assistant_message import AssistantBlock
+from app.ui.widgets.conversation.context_node import ContextBlock, ContextNode
+from app.ui.widgets.conversation.tool_call import ToolCallBlock
 from tests.functional.e2e.harness import TOOLS_SERVER
 from tests.functional.ui.chat_support import (
     SIZE,
@@ -559,8 +559,8 @@ def test_a_long_message_sent_shows_its_first_lines_until_expanded_and_at_most_a_
     `SHOWN_LINES` (laying out every line of a 50,000-line paste froze the chat for seconds)."""
     from textual.widgets import Static
 
-    from app.ui.widgets import user_message
-    from app.ui.widgets.user_message import COLLAPSED_LINES, UserMessage
+    from app.ui.widgets.conversation import user_message
+    from app.ui.widgets.conversation.user_message import COLLAPSED_LINES, UserMessage
 
     monkeypatch.setattr(user_message, "SHOWN_LINES", 50)
     text = "\n".join(f"line {n}" for n in range(120))
@@ -654,9 +654,10 @@ async def _resumed(app, pilot):  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow(seconds=11)
 def test_a_long_session_mounts_a_bounded_window_and_brings_earlier_messages_back_on_scroll(bench, monkeypatch) -> None:
+    from app.session.resumed import merged_entries
     from app.session.session import Session
-    from app.ui.widgets import conversation as conversation_module
-    from app.ui.widgets.conversation import Conversation, merged_entries
+    from app.ui.widgets.conversation import pane as conversation_module
+    from app.ui.widgets.conversation.pane import Conversation
     from benchmarks.sessions import write_large_session
 
     # A smaller window than the chat's, so that going back through all of the log takes seconds
@@ -714,8 +715,8 @@ def test_a_resumed_first_frame_shows_as_few_blocks_as_fill_the_view_with_their_t
     after it, here held back), and their replies' text is in it."""
     from textual.widgets.markdown import MarkdownBlock
 
-    from app.ui.widgets.assistant_message import AssistantMessage
-    from app.ui.widgets.conversation import Conversation
+    from app.ui.widgets.conversation.assistant_message import AssistantMessage
+    from app.ui.widgets.conversation.pane import Conversation
     from benchmarks.sessions import write_large_session
 
     async def window_held_back(conversation: Conversation) -> None:
@@ -786,8 +787,8 @@ def test_quitting_while_a_resumed_session_is_read_leaves_cleanly(bench, monkeypa
     goes on here, so this does not reach the chat's detached-screen guards.)"""
     import threading
 
+    from app.session.resumed import ResumedLog
     from app.ui.screens.chat import ChatScreen
-    from app.ui.widgets.conversation import SessionHistory
     from benchmarks.sessions import write_large_session
 
     sessions = bench.home / "sessions"
@@ -796,13 +797,13 @@ def test_quitting_while_a_resumed_session_is_read_leaves_cleanly(bench, monkeypa
     write_large_session(path, events=300)
     reading, read = threading.Event(), threading.Event()
     screen_gone = threading.Event()
-    original = SessionHistory.earlier
+    original = ResumedLog.earlier
 
-    def held_until_the_screen_goes(history: SessionHistory, items: int = 64) -> list:
+    def held_until_the_screen_goes(resumed: ResumedLog, items: int = 64) -> list:
         reading.set()
         screen_gone.wait(10)
         try:
-            return original(history, items)
+            return original(resumed, items)
         finally:
             read.set()
 
@@ -810,7 +811,7 @@ def test_quitting_while_a_resumed_session_is_read_leaves_cleanly(bench, monkeypa
         screen_gone.set()
         read.wait(10)  # the reading is over before the screen's removal goes on
 
-    monkeypatch.setattr(SessionHistory, "earlier", held_until_the_screen_goes)
+    monkeypatch.setattr(ResumedLog, "earlier", held_until_the_screen_goes)
     monkeypatch.setattr(ChatScreen, "on_unmount", on_unmount, raising=False)
 
     async def scenario() -> None:

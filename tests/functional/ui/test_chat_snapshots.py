@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from app.ui.messages import PromptSubmitted
-from app.ui.widgets.approval import ApprovalPrompt
-from app.ui.widgets.context_node import ContextNode
-from app.ui.widgets.failure_nodes import RetryNode
+from app.ui.widgets.conversation.approval import ApprovalPrompt
+from app.ui.widgets.conversation.context_node import ContextNode
+from app.ui.widgets.conversation.failure_nodes import RetryNode
 from tests.functional.ui.chat_support import SIZE, Bench, cursor_blink_off, freeze_countdowns, make_bench, send, until
 from tests.support.failing_provider import failing_provider
 

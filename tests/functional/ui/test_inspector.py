@@ -113,7 +113,7 @@ def test_the_request_asked_for_is_shown_once_the_session_has_loaded(bench, examp
         app = bench.app(session=example)
         async with app.run_test(size=WIDE) as pilot:
             await until(pilot, lambda: app.view() is not None)
-            # A source that has no session yet, as while a viewer is still reading the file.
+            # A source that has no session yet, as while the trajectory is still reading the file.
             loaded: list[object] = [None]
             screen = InspectorScreen(3, follow_latest=False, source=lambda: loaded[0])
             await app.push_screen(screen)

@@ -164,7 +164,7 @@ def test_a_closing_tag_in_an_mcp_servers_stderr_is_shown_literally_and_the_chat_
 def test_an_mcp_tools_description_in_markup_is_shown_literally_in_its_context_node(bench: Bench) -> None:
     """The server is stopped between two prompts: the node of the removal expands to the tool's
     description as the header before it logged it, markup and escapes as the characters they are."""
-    from app.ui.widgets.context_node import ContextNode
+    from app.ui.widgets.conversation.context_node import ContextNode
     from tests.support.mcp_servers.hostile_server import DESCRIPTION
 
     bench.config_lines += [
@@ -407,7 +407,7 @@ def test_property_session_titles_tool_names_and_provider_failures_are_shown_lite
     bench = workbenches()
     from app.session.listing import list_sessions
     from app.ui.screens.session_picker import SessionPickerScreen
-    from app.ui.screens.viewer import TrajectoryScreen
+    from app.ui.trajectory.screen import TrajectoryScreen
 
     directory = bench.home / "sessions"
     paths = [write_session(directory, prompt=prompt, tool=tool) for prompt, tool in sessions]

@@ -13,7 +13,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
 
-from app.ui.widgets.block import PlainBackground
+from app.ui.widgets.conversation.block import PlainBackground
 from tests.support.screen import screen_cells
 
 LOOKS = {

@@ -1,4 +1,4 @@
-"""A streamed reply is shown in pieces (`app/ui/widgets/reply_text.py`); on the screen it must look
+"""A streamed reply is shown in pieces (`app/ui/widgets/conversation/reply_text.py`); on the screen it must look
 exactly as the same text shown whole, as a resumed session shows it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 
-from app.ui.widgets.reply_text import FlatList, ReplyPiece, ReplyText, _SchemeLinks
+from app.ui.widgets.conversation.reply_text import FlatList, ReplyPiece, ReplyText, _SchemeLinks
 from tests.support.screen import screen_cells, screen_rows
 
 pytestmark = pytest.mark.timeout(120)

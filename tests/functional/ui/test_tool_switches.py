@@ -21,7 +21,7 @@ from app.tools.source_state import ServerState
 from app.ui import keymap
 from app.ui.app import ToolscopeApp
 from app.ui.screens.tools import SourceSwitch, ToolsScreen
-from app.ui.widgets.context_node import ContextBlock
+from app.ui.widgets.conversation.context_node import ContextBlock
 from tests.functional.e2e.harness import TOOLS_SERVER
 from tests.functional.ui.chat_support import SIZE, Bench, make_bench, run, send, settle, tools_ready, type_text, until
 from tests.support.screen import screen_cells

@@ -113,7 +113,7 @@ def test_every_screen_shows_the_catalog_words_whole(bench: Bench) -> None:
             # A toast over the trajectory's divider, where the newcomer saw 请 go missing.
             app.notify(_("Ctrl+G opens the inspector: what each route received for each request, live."))
             await look("trajectory")
-            await pilot.press(keymap.VIEWER_CLOSE)
+            await pilot.press(keymap.TRAJECTORY_CLOSE)
             app.clear_notifications()
             await settle(pilot)
             await visit("palette", keymap.PALETTE)

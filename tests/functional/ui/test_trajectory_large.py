@@ -1,7 +1,7 @@
 """The Trajectory of a large session file, read lazily from its line index (issue 12, item 5).
 
 The lazy model is checked against the full fold it replaces, row by row, on a generated session;
-the viewer is driven by the pilot on sessions made "large" by lowering the size at which the
+the trajectory is driven by the pilot on sessions made "large" by lowering the size at which the
 background passes (classification, validation in processes of their own) take over, so they run
 here on a few thousand events exactly as they do on a million.
 """
@@ -20,15 +20,18 @@ from app.session.line_index import index_path
 from app.session.session import Session
 from app.session.view import Turn
 from app.session.view_items import ToolResultItem, UserItem
-from app.ui import trajectory_source
-from app.ui.widgets import trajectory, trajectory_index
-from app.ui.screens.viewer import TrajectoryScreen
-from app.ui.trajectory_source import SessionFileSource
-from app.ui.viewer_app import ViewerApp
-from app.ui.widgets.trajectory import TrajectoryTree
-from app.ui.widgets.trajectory_index import IndexedTrajectory
-from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_model import KINDS, PRESETS, TrajectoryModel, entry_label
+from app.trajectory import indexed as trajectory_indexed
+from app.trajectory import source as trajectory_source
+from app.trajectory.entries import KINDS, PRESETS
+from app.trajectory.indexed import IndexedTrajectory
+from app.trajectory.model import TrajectoryModel
+from app.trajectory.source import SessionFileSource
+from app.ui.trajectory import tree as trajectory_tree
+from app.ui.trajectory.app import TrajectoryApp
+from app.ui.trajectory.flat_list import TrajectoryList
+from app.ui.trajectory.labels import entry_label
+from app.ui.trajectory.screen import TrajectoryScreen
+from app.ui.trajectory.tree import TrajectoryTree
 from benchmarks.sessions import write_large_session
 from tests.functional.ui.chat_support import until
 from tests.support.screen import screen_rows, text_in
@@ -52,7 +55,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def large(generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the generated session, and the viewer treating anything as large."""
+    """A copy of the generated session, and the trajectory treating anything as large."""
     path = tmp_path / generated.name
     path.write_bytes(generated.read_bytes())
     monkeypatch.setattr(trajectory_source, "CHECK_AT_ONCE", 0)
@@ -89,7 +92,7 @@ def test_before_classification_the_rows_are_the_type_codes_and_after_it_the_full
     lazy = IndexedTrajectory(Session.open(generated))
     errors = frozenset({"error"})
     before = rows_of(lazy, errors)
-    lazy.classify_elsewhere(lambda done, total: None)  # the process the viewer starts for a large log
+    lazy.classify_elsewhere(lambda done, total: None)  # the process the trajectory starts for a large log
     assert rows_of(lazy, errors) == rows_of(eager, errors)
     assert len(before) < len(rows_of(lazy, errors))
 
@@ -144,7 +147,7 @@ def test_a_session_of_many_turns_groups_them_and_each_turn_is_folded_once_asked(
     assert labels[0].startswith(f"Turn {top[-1].first + 1} · ") and labels[1].startswith(f"Turn {top[-1].first + 2} · ")
 
 
-# --- the viewer ----------------------------------------------------------------------------------
+# --- the screen ----------------------------------------------------------------------------------
 
 
 async def opened(pilot) -> TrajectoryScreen:
@@ -154,14 +157,14 @@ async def opened(pilot) -> TrajectoryScreen:
 
 
 def title(screen: TrajectoryScreen) -> str:
-    return str(screen.query_one("#viewer-title").render())
+    return str(screen.query_one("#trajectory-title").render())
 
 
 async def test_a_large_session_paints_then_classifies_and_validates_behind_it(large) -> None:
     eager, _ = eager_and_lazy(large)
     turns = sum(1 for entry in eager.entries if entry.kinds == frozenset({"turn"}))
     groups = [f"Turns {first + 1}–{min(first + 100, turns)}" for first in range(0, turns, 100)]
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         assert [node.label.plain for node in tree.root.children] == groups
@@ -179,7 +182,7 @@ async def test_a_large_session_opens_on_its_latest_turn_expanded_and_home_goes_t
     latest = [entry for entry in eager.entries if isinstance(entry.subject, Turn)][-1]
     prompt = next(item.text for item in latest.subject.items if isinstance(item, UserItem))
     requests = [f"Request {request.index} · " for request in latest.subject.requests]
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         label = tree.cursor_node.label.plain
@@ -213,13 +216,13 @@ async def test_search_finds_a_hit_inside_a_group_not_yet_expanded_and_jumps_from
     target = eager.by_seq[expected[0]]
     assert isinstance(target.subject, ToolResultItem) and 100 < target.turn.number <= 200
     query = "zanzibar"
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.app.workers.wait_for_complete()
         tree = screen.query_one(TrajectoryTree)
         assert all(not node.children for node in tree.root.children[:-1])  # the last: opened on
         await pilot.press("home", "slash")
-        screen.query_one("#viewer-search", Input).value = query
+        screen.query_one("#trajectory-search", Input).value = query
         await pilot.press("enter")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
@@ -241,9 +244,9 @@ def tree_rows(tree: TrajectoryTree) -> list[TreeNode]:
 async def test_shift_space_on_a_group_expands_a_bounded_number_of_rows_in_reading_order(large, monkeypatch) -> None:
     """On a million events a group holds a million nodes: Shift+Space builds the first rows below the
     cursor in reading order, says it stopped there, and collapses all it expanded when pressed again."""
-    monkeypatch.setattr(trajectory, "EXPAND_ALL_ROWS", 160)
+    monkeypatch.setattr(trajectory_tree, "EXPAND_ALL_ROWS", 160)
     told = Told()
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE, message_hook=told) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(large)).run_test(size=SIZE, message_hook=told) as pilot:
         screen = await opened(pilot)
         await pilot.app.workers.wait_for_complete()
         tree = screen.query_one(TrajectoryTree)
@@ -273,10 +276,10 @@ async def test_a_file_without_an_index_is_indexed_with_its_progress_shown(large)
     index_path(large).unlink(missing_ok=True)
     source = SessionFileSource.open(large)
     assert source.session is None  # not indexed before the interface starts
-    async with ViewerApp(source).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(source).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        assert "Indexing the session" in str(screen.query_one("#viewer-loading").render())
-        assert "100%" in str(screen.query_one("#viewer-loading").render())
+        assert "Indexing the session" in str(screen.query_one("#trajectory-loading").render())
+        assert "100%" in str(screen.query_one("#trajectory-loading").render())
     assert index_path(large).exists()
     assert SessionFileSource.open(large).session is not None  # the next open finds it current
 
@@ -287,7 +290,7 @@ async def test_a_corrupt_line_in_a_large_session_is_a_row_and_the_validation_nam
     lines[index] = lines[index].replace(b'"seq":', b'"seq":"x","s":', 1)
     large.write_bytes(b"".join(lines))
     number, seq = index + 1, index - 1  # line 1 is the header
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await until(pilot, lambda: "corrupt" in title(screen))
         assert f"{large}:{number}:" in title(screen)
@@ -309,7 +312,7 @@ async def test_a_step_outside_any_turn_is_a_row_the_list_can_draw(large) -> None
     seq = first_turn - 1
     lines[first_turn] = encode_event(make_event("user/message", seq, 1, UserMessageData(id="u0", text="no turn")))
     large.write_bytes(b"".join(lines))
-    async with ViewerApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(large)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         screen.set_kinds(EVERYTHING)
         await pilot.press("v", "home")
@@ -327,8 +330,8 @@ async def test_paging_through_the_whole_flat_list_keeps_only_the_last_few_segmen
     folded on the way are dropped as the cache's bound says, whatever the session's length."""
     path = tmp_path / "20260101-000000-c2c2c2.jsonl"
     write_large_session(path, events=4_000)  # 281 turns (segments), rows in many runs of ROW_RUN
-    monkeypatch.setattr(trajectory_index, "SEGMENT_CACHE", 16)
-    async with ViewerApp(SessionFileSource.open(path)).run_test(size=(100, 200)) as pilot:
+    monkeypatch.setattr(trajectory_indexed, "SEGMENT_CACHE", 16)
+    async with TrajectoryApp(SessionFileSource.open(path)).run_test(size=(100, 200)) as pilot:
         screen = await opened(pilot)
         await pilot.press("v")
         flat = screen.query_one(TrajectoryList)

@@ -19,7 +19,7 @@ from app.agent.notices import instructions_notice, tool_change_notice
 from app.i18n import N_, _
 from app.session.view_items import ContextItem, stored_part
 from app.ui.text import literal
-from app.ui.widgets.block import Block, ExpandsOnClick
+from app.ui.widgets.conversation.block import Block, ExpandsOnClick
 
 if TYPE_CHECKING:
     from app.session import structs

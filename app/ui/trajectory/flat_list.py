@@ -25,8 +25,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.session.view import Step, Turn
-from app.ui.widgets.trajectory_index import IndexedRows, Trajectory
-from app.ui.widgets.trajectory_model import Entry, EntryRows, entry_label, highlighted
+from app.trajectory.entries import Entry, EntryRows
+from app.trajectory.indexed import IndexedRows, Trajectory
+from app.ui.trajectory.labels import entry_label, highlighted
 
 
 class TrajectoryList(ScrollView, can_focus=True):

@@ -12,7 +12,6 @@ which reads the lines once in a worker thread and parses only the candidates.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from array import array
@@ -39,15 +38,9 @@ from app.session.session import Session
 from app.session.tool_changes import ChangedTool, changed_tools
 from app.session.view import Step, Turn
 from app.session.view_items import ContextItem, HeaderItem, Item, ToolResultItem, item_of
-from app.ui.widgets.trajectory_model import (
-    KINDS,
-    Entry,
-    TrajectoryModel,
-    TurnGroup,
-    is_top_level,
-    search_text,
-    sequence_boundary,
-)
+from app.trajectory.entries import KINDS, Entry, TurnGroup, is_top_level, sequence_boundary
+from app.trajectory.model import TrajectoryModel
+from app.trajectory.search import has_words, log_needles, query_words
 
 FAILED_RESULT = ord("r")
 """The code `classify` gives a tool/result that failed (the index has `R` for every result)."""
@@ -158,7 +151,7 @@ class IndexedTrajectory:
 
     def _fold_segments(self, first: int, stop: int) -> None:
         """Segments `first..stop-1` folded in one pass into one model, kept as each one's: a group
-        of turns built at once (the latest one's, where the viewer opens) would otherwise seed a
+        of turns built at once (the latest one's, where the trajectory opens) would otherwise seed a
         fold from the checkpoints and read the events before it again for every turn. When the run
         does not fold whole, each segment is left to `segment`, which tells its own fault."""
         if stop - first < 2:
@@ -319,21 +312,11 @@ class IndexedTrajectory:
         for the rarest-looking (longest) word first; only the lines holding every word are parsed
         and checked as the tree and list show them. A row's own words (a turn's "Turn 3") are not
         in its line, so turn and step rows are not searched."""
-        words = query.lower().split()
+        words = query_words(query)
         if not words:
             return []
-        # A word as the log spells it inside a JSON string; a word JSON would or may escape (`/`)
-        # or that is not ASCII is left to the parse (its line is not ruled out by its bytes), and
-        # so is a line that escapes a printable character: it may spell any word otherwise.
-        needles = sorted(
-            (
-                word.encode()
-                for word in words
-                if word.isascii() and json.dumps(word)[1:-1] == word and "/" not in word
-            ),
-            key=len,
-            reverse=True,
-        )
+        # A line that escapes a printable character may spell any word otherwise: it is parsed.
+        needles = log_needles(words)
         codes = codes_of(kinds).translate(None, STRUCTURE_CODES)
         types = self.kind_types
         if needles:
@@ -351,7 +334,7 @@ class IndexedTrajectory:
             if item is None:
                 continue
             entry = Entry(seq, KINDS_OF_CODE[types[seq]], item, None, None)
-            if all(word in search_text(entry).lower() for word in words):
+            if has_words(entry, words):
                 found.append(seq)
         return found
 
@@ -380,7 +363,7 @@ class IndexedTrajectory:
     def classify_elsewhere(self, progress: Callable[[int, int], None]) -> None:
         """`classify` run by another process (`run_reporting`): the interface keeps its interpreter
         while a large log is read."""
-        found = run_reporting("app.ui.widgets.trajectory_index", self.session.path, progress)
+        found = run_reporting("app.trajectory.indexed", self.session.path, progress)
         types = bytearray(self._chain.types)
         for code, seqs in ((SEQUENCE_HEADER, found["sequences"]), (FAILED_RESULT, found["failed"])):
             for seq in seqs:

@@ -1,5 +1,5 @@
 """Pictures of `toolscope view` (pytest-textual-snapshot), driven by the pilot as a user would, on a
-session the real agent wrote (`viewer_support`): fixed size, fixed ids, times and paths."""
+session the real agent wrote (`trajectory_support`): fixed size, fixed ids, times and paths."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from app.session.listing import list_sessions
-from app.ui.screens.viewer import TrajectoryScreen
-from app.ui.trajectory_source import SessionFileSource
-from app.ui.viewer_app import ViewerApp
-from app.ui.widgets.trajectory import TrajectoryTree
-from app.ui.widgets.trajectory_detail import TrajectoryDetail
-from app.ui.widgets.trajectory_model import entry_label
+from app.trajectory.source import SessionFileSource
+from app.ui.trajectory.app import TrajectoryApp
+from app.ui.trajectory.detail import TrajectoryDetail
+from app.ui.trajectory.labels import entry_label
+from app.ui.trajectory.screen import TrajectoryScreen
+from app.ui.trajectory.tree import TrajectoryTree
 from tests.functional.ui.chat_support import until
-from tests.functional.ui.viewer_support import trajectory_session
+from tests.functional.ui.trajectory_support import trajectory_session
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -53,8 +53,8 @@ async def detail_settled(pilot) -> None:
     await pilot.pause()
 
 
-def viewer(path: Path) -> ViewerApp:
-    return ViewerApp(SessionFileSource.open(path))
+def trajectory(path: Path) -> TrajectoryApp:
+    return TrajectoryApp(SessionFileSource.open(path))
 
 
 async def loaded(pilot) -> TrajectoryScreen:
@@ -75,7 +75,7 @@ def test_the_session_picker_in_view_mode(session, snap_compare) -> None:
     async def run_before(pilot) -> None:
         await pilot.pause()
 
-    assert snap_compare(ViewerApp(None, list_sessions()), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(TrajectoryApp(None, list_sessions()), terminal_size=SIZE, run_before=run_before)
 
 
 @pytest.mark.parametrize("expanded", [False, True], ids=["collapsed", "expanded"])
@@ -93,7 +93,7 @@ def test_single_and_multi_tool_context_nodes(session, snap_compare, expanded) ->
             await pilot.press("space")
         await detail_settled(pilot)
 
-    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(trajectory(session), terminal_size=SIZE, run_before=run_before)
 
 
 def test_search_reveals_a_hit_inside_an_unexpanded_turn(session, snap_compare) -> None:
@@ -104,7 +104,7 @@ def test_search_reveals_a_hit_inside_an_unexpanded_turn(session, snap_compare) -
         await pilot.press("n")
         await detail_settled(pilot)
 
-    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(trajectory(session), terminal_size=SIZE, run_before=run_before)
 
 
 def test_the_tool_changes_only_preset(session, snap_compare) -> None:
@@ -118,7 +118,7 @@ def test_the_tool_changes_only_preset(session, snap_compare) -> None:
         await pilot.press("c", "c")
         await detail_settled(pilot)
 
-    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(trajectory(session), terminal_size=SIZE, run_before=run_before)
 
 
 def test_the_flat_list(session, snap_compare) -> None:
@@ -127,7 +127,7 @@ def test_the_flat_list(session, snap_compare) -> None:
         await pilot.press("v", "e")
         await detail_settled(pilot)
 
-    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(trajectory(session), terminal_size=SIZE, run_before=run_before)
 
 
 def test_the_trajectory_in_chinese(session, chinese, snap_compare) -> None:
@@ -137,10 +137,10 @@ def test_the_trajectory_in_chinese(session, chinese, snap_compare) -> None:
         await pilot.press("e")
         await detail_settled(pilot)
 
-    assert snap_compare(viewer(session), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(trajectory(session), terminal_size=SIZE, run_before=run_before)
 
 
-def test_the_viewer_opens_on_the_latest_turn_of_a_long_session(tmp_path, snap_compare) -> None:
+def test_the_trajectory_opens_on_the_latest_turn_of_a_long_session(tmp_path, snap_compare) -> None:
     """A session of 283 turns (grouped by the hundred) opens as a transcript does: the last group
     and the latest turn expanded, its requests and tool calls shown, the cursor on it."""
     from benchmarks.sessions import write_large_session
@@ -153,4 +153,4 @@ def test_the_viewer_opens_on_the_latest_turn_of_a_long_session(tmp_path, snap_co
         await pilot.app.workers.wait_for_complete()
         await detail_settled(pilot)
 
-    assert snap_compare(viewer(path), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(trajectory(path), terminal_size=SIZE, run_before=run_before)

@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
-from app.ui.widgets.block import PlainBackground
+from app.ui.widgets.conversation.block import PlainBackground
 
 PIECE_BLOCKS = 4
 """The growing piece is closed once it holds more top-level blocks than this. Smaller pieces are

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from app.i18n import N_, _
 from app.session.view_items import stored_part
 from app.ui.text import clip_lines, literal
-from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
+from app.ui.widgets.conversation.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
     from app.session import structs

@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.ui.screens.viewer import TrajectoryScreen
-from app.ui.trajectory_source import SessionFileSource
-from app.ui.viewer_app import ViewerApp
+from app.trajectory.source import SessionFileSource
+from app.ui.trajectory.app import TrajectoryApp
+from app.ui.trajectory.screen import TrajectoryScreen
 from tests.functional.e2e.harness import KEY, KEY_ENV, TOOLS_SERVER, RouteSpec, route_table
 from tests.functional.ui.chat_support import until
 from tests.support.failing_provider import failing_provider
@@ -103,10 +103,10 @@ def trajectory_session(home: Path) -> Path:
 
 async def trajectory_cells(path: Path) -> list[tuple[str, str]]:
     """The Trajectory of `path` as a user sees it once validated, the last turn's rows all
-    expanded (the viewer opens on it), its JSON in the detail pane: the screen's cells."""
-    from app.ui.widgets.trajectory_detail import TrajectoryDetail
+    expanded (the trajectory opens on it), its JSON in the detail pane: the screen's cells."""
+    from app.ui.trajectory.detail import TrajectoryDetail
 
-    async with ViewerApp(SessionFileSource.open(path)).run_test(size=(120, 34)) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(path)).run_test(size=(120, 34)) as pilot:
         await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen) and pilot.app.screen.loaded)
         await until(pilot, lambda: pilot.app.screen.source.session.validated)
         await pilot.press("shift+space")

@@ -31,18 +31,20 @@ from app.session.errors import SessionError
 from app.session.events import Envelope
 from app.session.view import ModelRequest, SessionView
 from app.terminal import printable_line
+from app.trajectory.entries import KINDS, PRESETS, Entry, preset_named, step_from
+from app.trajectory.indexed import Trajectory, classification_matters
+from app.trajectory.model import TrajectoryModel
+from app.trajectory.source import TrajectorySource
 from app.ui import keymap
+from app.ui.contract import session_host
 from app.ui.footer import LocalizedFooter
 from app.ui.screens.inspector import InspectorScreen
 from app.ui.screens.modal import ClosableModal
 from app.ui.screens.session_picker import SessionPickerScreen
 from app.ui.text import literal
-from app.ui.trajectory_source import TrajectorySource
-from app.ui.widgets.trajectory import NodeData, TrajectoryTree, entry_of
-from app.ui.widgets.trajectory_detail import TrajectoryDetail
-from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_index import Trajectory, classification_matters
-from app.ui.widgets.trajectory_model import KINDS, PRESETS, Entry, TrajectoryModel, preset_named, step_from
+from app.ui.trajectory.detail import TrajectoryDetail
+from app.ui.trajectory.flat_list import TrajectoryList
+from app.ui.trajectory.tree import NodeData, TrajectoryTree, entry_of
 
 
 DETAIL_DELAY = 0.15
@@ -50,23 +52,23 @@ DETAIL_DELAY = 0.15
 
 
 class TrajectoryScreen(Screen[None]):
-    CSS_PATH = "viewer.tcss"
+    CSS_PATH = "screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(keymap.VIEWER_CLOSE, "close", N_("Back")),
-        Binding(keymap.VIEWER_LIST, "toggle_list", N_("List/tree")),
-        Binding(keymap.VIEWER_PRESET, "next_preset", N_("Filter")),
-        Binding(keymap.VIEWER_KINDS, "choose_kinds", N_("Kinds")),
-        Binding(keymap.VIEWER_SEARCH, "search", N_("Search")),
-        Binding(keymap.VIEWER_SEARCH_NEXT, "search_next(1)", N_("Next match"), show=False),
-        Binding(keymap.VIEWER_SEARCH_PREVIOUS, "search_next(-1)", N_("Previous match"), show=False),
-        Binding(keymap.VIEWER_NEXT_REQUEST, "jump('request', 1)", N_("Request")),
-        Binding(keymap.VIEWER_PREVIOUS_REQUEST, "jump('request', -1)", N_("Previous request"), show=False),
-        Binding(keymap.VIEWER_NEXT_CONTEXT, "jump('context', 1)", N_("Context")),
-        Binding(keymap.VIEWER_PREVIOUS_CONTEXT, "jump('context', -1)", N_("Previous context"), show=False),
-        Binding(keymap.VIEWER_NEXT_ERROR, "jump('error', 1)", N_("Error")),
-        Binding(keymap.VIEWER_PREVIOUS_ERROR, "jump('error', -1)", N_("Previous error"), show=False),
-        Binding(keymap.VIEWER_DETAIL, "toggle_detail", N_("Detail")),
-        Binding(keymap.VIEWER_INSPECT, "inspect", N_("Inspect")),
+        Binding(keymap.TRAJECTORY_CLOSE, "close", N_("Back")),
+        Binding(keymap.TRAJECTORY_LIST, "toggle_list", N_("List/tree")),
+        Binding(keymap.TRAJECTORY_PRESET, "next_preset", N_("Filter")),
+        Binding(keymap.TRAJECTORY_KINDS, "choose_kinds", N_("Kinds")),
+        Binding(keymap.TRAJECTORY_SEARCH, "search", N_("Search")),
+        Binding(keymap.TRAJECTORY_SEARCH_NEXT, "search_next(1)", N_("Next match"), show=False),
+        Binding(keymap.TRAJECTORY_SEARCH_PREVIOUS, "search_next(-1)", N_("Previous match"), show=False),
+        Binding(keymap.TRAJECTORY_NEXT_REQUEST, "jump('request', 1)", N_("Request")),
+        Binding(keymap.TRAJECTORY_PREVIOUS_REQUEST, "jump('request', -1)", N_("Previous request"), show=False),
+        Binding(keymap.TRAJECTORY_NEXT_CONTEXT, "jump('context', 1)", N_("Context")),
+        Binding(keymap.TRAJECTORY_PREVIOUS_CONTEXT, "jump('context', -1)", N_("Previous context"), show=False),
+        Binding(keymap.TRAJECTORY_NEXT_ERROR, "jump('error', 1)", N_("Error")),
+        Binding(keymap.TRAJECTORY_PREVIOUS_ERROR, "jump('error', -1)", N_("Previous error"), show=False),
+        Binding(keymap.TRAJECTORY_DETAIL, "toggle_detail", N_("Detail")),
+        Binding(keymap.TRAJECTORY_INSPECT, "inspect", N_("Inspect")),
     ]
 
     @dataclass
@@ -94,26 +96,26 @@ class TrajectoryScreen(Screen[None]):
         self._list = TrajectoryList(self.model, self.kinds, id="trajectory-list")
 
     def compose(self) -> ComposeResult:
-        yield Static(id="viewer-title")
-        with Horizontal(id="viewer-body"):
-            with Vertical(id="viewer-main"):
-                yield Static(id="viewer-loading")
+        yield Static(id="trajectory-title")
+        with Horizontal(id="trajectory-body"):
+            with Vertical(id="trajectory-main"):
+                yield Static(id="trajectory-loading")
                 yield self._tree
                 yield self._list
             yield TrajectoryDetail(id="trajectory-detail")
-        yield Input(placeholder=_("Search the whole session; Enter finds, Esc closes"), id="viewer-search")
+        yield Input(placeholder=_("Search the whole session; Enter finds, Esc closes"), id="trajectory-search")
         yield LocalizedFooter()
 
     def on_mount(self) -> None:
         self._tree.display = False
         self._list.display = False
-        self.query_one("#viewer-search").display = False
+        self.query_one("#trajectory-search").display = False
         try:
             size = self.source.size
         except OSError:
             size = 0
         reading = _("Reading the session ({size})…").format(size=human_size(size)) if size else _("Reading the session…")
-        self.query_one("#viewer-loading", Static).update(literal(reading))
+        self.query_one("#trajectory-loading", Static).update(literal(reading))
         self._show_title()
         self._load()
 
@@ -134,10 +136,12 @@ class TrajectoryScreen(Screen[None]):
             self._failed(str(error))
             return
         self.loaded = True
-        self.query_one("#viewer-loading").display = False
+        self.query_one("#trajectory-loading").display = False
         self._show_model(model)
         if source.live:
-            self.app.session_advanced.subscribe(self, self._advanced)  # type: ignore[attr-defined]
+            signal = session_host(self.app).session_advanced
+            if signal is not None:
+                signal.subscribe(self, self._advanced)
             return
         # Behind the first frame with rows, not before it: the threads share the interpreter.
         self.call_after_refresh(self._start_background, model)
@@ -162,7 +166,7 @@ class TrajectoryScreen(Screen[None]):
         return progress
 
     def _show_indexing(self, percent: int, size: str) -> None:
-        self.query_one("#viewer-loading", Static).update(
+        self.query_one("#trajectory-loading", Static).update(
             literal(_("Indexing the session ({size}): {percent}%").format(size=size, percent=percent)), layout=False
         )
 
@@ -218,7 +222,7 @@ class TrajectoryScreen(Screen[None]):
         return model
 
     def _failed(self, reason: str) -> None:
-        loading = self.query_one("#viewer-loading", Static)
+        loading = self.query_one("#trajectory-loading", Static)
         loading.add_class("-error")
         loading.update(literal(_("Cannot open the session: {reason}").format(reason=printable_line(reason))))
         self.notify(printable_line(reason), title=_("Cannot open the session"), severity="error", timeout=10)
@@ -280,7 +284,7 @@ class TrajectoryScreen(Screen[None]):
         if self._validation_note:
             parts.append(self._validation_note)
         # One line of a fixed height: no layout (progress notes change it a few times a second).
-        self.query_one("#viewer-title", Static).update(literal(" · ".join(parts)), layout=False)
+        self.query_one("#trajectory-title", Static).update(literal(" · ".join(parts)), layout=False)
 
     @property
     def current_entry(self) -> Entry | None:
@@ -315,7 +319,7 @@ class TrajectoryScreen(Screen[None]):
     # --- actions -------------------------------------------------------------------------------------
 
     def action_close(self) -> None:
-        search = self.query_one("#viewer-search", Input)
+        search = self.query_one("#trajectory-search", Input)
         if search.display:
             search.display = False
             self._main.focus()
@@ -335,15 +339,13 @@ class TrajectoryScreen(Screen[None]):
         detail.display = not detail.display
 
     def action_inspect(self) -> None:
-        """The inspector on the request under the cursor (the latest when the cursor is on none);
-        over the chat it follows the session as it is logged, as the chat's own inspector does."""
+        """The inspector on the request under the cursor (the latest when the cursor is on none), of
+        the session the app shows (this one); over the chat it follows the session as it is logged,
+        as the chat's own inspector does."""
         if not self.loaded:
             return
         request = self.selected_request
-        source = self.source.load if self.source.live else (lambda: self.model.view)
-        self.app.push_screen(
-            InspectorScreen(request=request.index if request is not None else None, follow_latest=False, source=source)
-        )
+        self.app.push_screen(InspectorScreen(request=request.index if request is not None else None, follow_latest=False))
 
     def action_next_preset(self) -> None:
         names = [preset.kinds for preset in PRESETS]
@@ -378,12 +380,12 @@ class TrajectoryScreen(Screen[None]):
         self._show_title()
 
     def action_search(self) -> None:
-        search = self.query_one("#viewer-search", Input)
+        search = self.query_one("#trajectory-search", Input)
         search.display = True
         # Now, not on the next message: keys typed right after `/` must already reach the input.
         self.set_focus(search)
 
-    @on(Input.Submitted, "#viewer-search")
+    @on(Input.Submitted, "#trajectory-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
         event.input.display = False
         self._main.focus()
@@ -491,7 +493,7 @@ class KindsScreen(ClosableModal[frozenset[str]]):
         self.dismiss(frozenset(self.query_one(SelectionList).selected))
 
 
-class ViewerSessionPicker(SessionPickerScreen):
+class TrajectorySessionPicker(SessionPickerScreen):
     """The session picker of `toolscope view`: the same list, choosing a session to browse."""
 
     def heading(self) -> str:

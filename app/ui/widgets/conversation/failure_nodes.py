@@ -12,7 +12,7 @@ from textual.timer import Timer
 from app.i18n import _
 from app.session.view_items import stored_part
 from app.ui.text import literal
-from app.ui.widgets.block import Block
+from app.ui.widgets.conversation.block import Block
 
 if TYPE_CHECKING:
     from app.session.view_items import RequestErrorItem, RetryItem

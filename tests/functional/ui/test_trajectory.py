@@ -22,21 +22,22 @@ from app.session.view_items import (
     ToolResultItem,
     UserItem,
 )
+from app.trajectory.entries import PRESETS
+from app.trajectory.source import SessionFileSource
 from app.ui.screens.inspector import InspectorScreen
-from app.ui.screens.viewer import KindsScreen, TrajectoryScreen, ViewerSessionPicker
-from app.ui.trajectory_source import SessionFileSource
-from app.ui.viewer_app import ViewerApp
-from app.ui.widgets import trajectory_list
-from app.ui.widgets.approval import ApprovalPrompt
-from app.ui.widgets.trajectory import Part, TrajectoryTree
-from app.ui.widgets.trajectory_detail import TrajectoryDetail
-from app.ui.widgets.trajectory_list import TrajectoryList
-from app.ui.widgets.trajectory_model import PRESETS, entry_label
+from app.ui.trajectory import flat_list
+from app.ui.trajectory.app import TrajectoryApp
+from app.ui.trajectory.detail import TrajectoryDetail
+from app.ui.trajectory.flat_list import TrajectoryList
+from app.ui.trajectory.labels import MATCH_STYLE, entry_label
+from app.ui.trajectory.screen import KindsScreen, TrajectoryScreen, TrajectorySessionPicker
+from app.ui.trajectory.tree import Part, TrajectoryTree
+from app.ui.widgets.conversation.approval import ApprovalPrompt
 from benchmarks.sessions import write_large_session
 from tests.functional.test_export import HOSTILE, crafted_log
 from tests.functional.test_inspect import write_session
 from tests.functional.ui.chat_support import make_bench, send, settle, until
-from tests.functional.ui.viewer_support import SESSION_ID, TOOLSCOPE, trajectory_session
+from tests.functional.ui.trajectory_support import SESSION_ID, TOOLSCOPE, trajectory_session
 from tests.support.screen import screen_rows, text_in
 from tests.support.told import Told
 
@@ -103,10 +104,10 @@ def shown_rows(app) -> list[str]:
     return [line.strip() for line in text_in(screen_rows(app), tree.content_region).splitlines()]
 
 
-async def test_the_viewer_opens_on_the_latest_turn_with_its_requests_and_context_nodes_shown(session) -> None:
+async def test_the_trajectory_opens_on_the_latest_turn_with_its_requests_and_context_nodes_shown(session) -> None:
     """As a transcript or `less +G`: the latest turn expanded with its steps, the cursor on it;
     Home goes to the first row. Each turn's row starts its prompt."""
-    async with ViewerApp(SessionFileSource.open(first_turns(session, 5))).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(first_turns(session, 5))).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         assert tree.cursor_node.label.plain == "Turn 5 · thanks"
@@ -123,7 +124,7 @@ async def test_the_viewer_opens_on_the_latest_turn_with_its_requests_and_context
 
 
 async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         assert [node.label.plain for node in tree.root.children] == TURNS
@@ -144,7 +145,7 @@ async def test_the_tree_starts_with_the_turns_and_builds_children_on_expand(sess
 
 
 async def test_every_tool_change_expands_to_each_tool_with_its_source_and_description(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         expected = {
@@ -174,7 +175,7 @@ async def test_every_tool_change_expands_to_each_tool_with_its_source_and_descri
 
 
 async def test_the_mouse_expands_and_selects(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         await pilot.click(TrajectoryTree, offset=(1, 2))  # the ▶ of Turn 3
@@ -198,7 +199,7 @@ def expandable_below(node) -> list:
 
 
 async def test_shift_space_expands_everything_below_the_cursor_and_collapses_it_again(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         await pilot.press("home", "down", "down", "down", "shift+space")  # Turn 4, built only now
@@ -223,7 +224,7 @@ async def test_shift_space_expands_everything_below_the_cursor_and_collapses_it_
 
 
 async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         tree = screen.query_one(TrajectoryTree)
         tree.root.children[5].collapse()  # the latest turn, opened on
@@ -234,19 +235,19 @@ async def test_search_finds_a_hit_inside_an_unexpanded_turn_and_n_walks_the_hits
         first = subject_of(screen)
         assert isinstance(first, RequestErrorItem) and first.failure.message.endswith("The service is overloaded")
         assert tree.root.children[5].is_expanded
-        assert "match 1 of" in str(screen.query_one("#viewer-title").render())
+        assert "match 1 of" in str(screen.query_one("#trajectory-title").render())
         await pilot.press("n")
         second = subject_of(screen)
         assert second is not first and "overloaded" in str(second).lower()
         await pilot.press("N")
         assert subject_of(screen) is first
         await search(pilot, "no such words")
-        assert "no match" in str(screen.query_one("#viewer-title").render())
+        assert "no match" in str(screen.query_one("#trajectory-title").render())
         assert subject_of(screen) is first
 
 
 async def test_a_tool_result_hit_opens_its_call(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await search(pilot, "swapped")
         hit = subject_of(screen)
@@ -274,7 +275,7 @@ def marked_rows(app) -> list[tuple[str, list[str]]]:
 
 
 async def test_the_search_words_are_marked_in_the_tree_and_the_list(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await search(pilot, "NOPE")
         await pilot.press("home")  # off the match: the cursor's row shows the cursor, not the marks
@@ -300,7 +301,7 @@ async def test_the_search_words_are_marked_in_the_tree_and_the_list(session) -> 
 
 
 async def test_the_presets_cycle_with_one_key_and_the_kinds_menu_toggles_one_kind(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.press("f")
         assert screen.kinds == PRESETS[1].kinds
@@ -318,12 +319,12 @@ async def test_the_presets_cycle_with_one_key_and_the_kinds_menu_toggles_one_kin
         await pilot.press("space", "escape")
         await until(pilot, lambda: pilot.app.screen is screen)
         assert screen.kinds == PRESETS[0].kinds - {"turn"}
-        assert "filter: custom" in str(screen.query_one("#viewer-title").render())
+        assert "filter: custom" in str(screen.query_one("#trajectory-title").render())
         assert not any(isinstance(row.subject, Turn) for row in screen.query_one(TrajectoryList).rows)
 
 
 async def test_jumps_go_to_the_next_request_context_node_and_error(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.press("home", "r")
         assert screen.selected_request.index == 1
@@ -348,7 +349,7 @@ async def test_jumps_go_to_the_next_request_context_node_and_error(session) -> N
 
 
 async def test_i_inspects_the_request_under_the_cursor_and_escape_comes_back(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=(160, 45)) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=(160, 45)) as pilot:
         screen = await opened(pilot)
         await pilot.press("home", "r", "r", "r")
         chosen = screen.selected_request
@@ -374,14 +375,14 @@ async def test_the_flat_list_pages_and_draws_only_the_rows_on_screen(tmp_path, m
     path = tmp_path / "large.jsonl"
     write_large_session(path, events=20_000)
     drawn: list[int] = []
-    labels = trajectory_list.entry_label
+    labels = flat_list.entry_label
 
     def counting(entry):
         drawn.append(entry.seq)
         return labels(entry)
 
-    monkeypatch.setattr(trajectory_list, "entry_label", counting)
-    async with ViewerApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
+    monkeypatch.setattr(flat_list, "entry_label", counting)
+    async with TrajectoryApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.press("v", "home")
         await pilot.pause()
@@ -405,7 +406,7 @@ async def test_the_flat_list_pages_and_draws_only_the_rows_on_screen(tmp_path, m
 
 
 async def test_the_flat_list_follows_the_cursor_across_modes(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.press("c", "c")
         context = screen.current_entry
@@ -426,7 +427,7 @@ async def test_the_flat_list_follows_the_cursor_across_modes(session) -> None:
 
 async def test_hostile_text_is_shown_literally(tmp_path) -> None:
     path = write_session(crafted_log(), tmp_path / "sessions")
-    async with ViewerApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.press("v")
         labels = [entry_label(row).plain for row in screen.query_one(TrajectoryList).rows]
@@ -460,14 +461,14 @@ def test_an_unknown_session_or_a_file_that_is_no_session_is_one_line(tmp_path) -
     assert result.stderr.startswith(f"toolscope: error: {other}:1: ") and "Traceback" not in result.stderr
 
 
-async def test_a_corrupt_event_is_reported_in_the_viewer_with_its_line(session) -> None:
+async def test_a_corrupt_event_is_reported_in_the_trajectory_with_its_line(session) -> None:
     lines = session.read_text().splitlines(keepends=True)
     lines[5] = '{"type": "user/message", "seq": 5, "time": 1, "data": {}}\n'
     session.write_text("".join(lines))
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = pilot.app.screen
-        await until(pilot, lambda: "Cannot open" in str(screen.query_one("#viewer-loading").render()))
-        assert f"{session}:6:" in str(screen.query_one("#viewer-loading").render())
+        await until(pilot, lambda: "Cannot open" in str(screen.query_one("#trajectory-loading").render()))
+        assert f"{session}:6:" in str(screen.query_one("#trajectory-loading").render())
 
 
 async def test_a_log_that_breaks_an_invariant_is_shown_and_validation_reports_its_line(session) -> None:
@@ -476,9 +477,9 @@ async def test_a_log_that_breaks_an_invariant_is_shown_and_validation_reports_it
     lines = session.read_text().splitlines(keepends=True)
     lines[6] = lines[6].replace('"step":1', '"step":7')  # step/end of a step that is not open
     session.write_text("".join(lines))
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
-        title = screen.query_one("#viewer-title")
+        title = screen.query_one("#trajectory-title")
         await until(pilot, lambda: "corrupt" in str(title.render()))
         assert f"{session}:7: step/end names turn 1 step 7" in str(title.render())
         assert tree_labels(pilot.app)[0] == TURNS[0]
@@ -487,27 +488,27 @@ async def test_a_log_that_breaks_an_invariant_is_shown_and_validation_reports_it
 
 
 async def test_a_valid_log_ends_its_validation_with_no_note(session) -> None:
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         assert SessionFileSource.open(session).session.validated is False  # a fresh one has not
         assert screen.source.session.validated
-        assert "validating" not in str(screen.query_one("#viewer-title").render())
+        assert "validating" not in str(screen.query_one("#trajectory-title").render())
 
 
 async def test_without_a_session_the_picker_opens_it_and_escape_comes_back(session) -> None:
     from app.session.listing import list_sessions
 
     summaries = list_sessions(session.parent)
-    async with ViewerApp(None, summaries).run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+    async with TrajectoryApp(None, summaries).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectorySessionPicker))
         await pilot.pause()
         await pilot.press("enter")
         screen = await opened(pilot)
         assert screen.source.session_id == SESSION_ID
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectorySessionPicker))
 
 
 # --- live, over the chat -------------------------------------------------------------------------
@@ -588,15 +589,15 @@ async def test_a_file_chosen_in_the_picker_that_turns_out_unreadable_is_reported
     path = trajectory_session(tmp_path / "home")
     summaries = list_sessions(path.parent)
     path.write_text('{"not": "a session"}\n')
-    async with ViewerApp(None, summaries).run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+    async with TrajectoryApp(None, summaries).run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectorySessionPicker))
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(pilot.app.screen, TrajectoryScreen))
         screen = pilot.app.screen
-        await until(pilot, lambda: "Cannot open the session" in str(screen.query_one("#viewer-loading").render()))
-        assert f"{path}:1:" in str(screen.query_one("#viewer-loading").render())
+        await until(pilot, lambda: "Cannot open the session" in str(screen.query_one("#trajectory-loading").render()))
+        assert f"{path}:1:" in str(screen.query_one("#trajectory-loading").render())
         await pilot.press("escape")
-        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectorySessionPicker))
 
 
 async def test_the_palette_exports_the_session_being_browsed(session, tmp_path, monkeypatch) -> None:
@@ -610,7 +611,7 @@ async def test_the_palette_exports_the_session_being_browsed(session, tmp_path, 
     monkeypatch.chdir(tmp_path)
     target = tmp_path / f"toolscope-{SESSION_ID}.json"
     told = Told()
-    async with ViewerApp(SessionFileSource.open(session)).run_test(size=SIZE, message_hook=told) as pilot:
+    async with TrajectoryApp(SessionFileSource.open(session)).run_test(size=SIZE, message_hook=told) as pilot:
         await opened(pilot)
         await palette(pilot, "Export as JSON")
         await accept_offered_path(pilot, "JSON")
@@ -626,8 +627,8 @@ async def test_exporting_from_the_picker_asks_for_a_session_first(session, tmp_p
     monkeypatch.setenv("TOOLSCOPE_HOME", str(session.parent.parent))
     monkeypatch.chdir(tmp_path)
     told = Told()
-    async with ViewerApp(None, list_sessions()).run_test(size=SIZE, message_hook=told) as pilot:
-        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerSessionPicker))
+    async with TrajectoryApp(None, list_sessions()).run_test(size=SIZE, message_hook=told) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, TrajectorySessionPicker))
         await palette(pilot, "Export as JSON")
         await until(pilot, told.notes)
         notes = told.notes()

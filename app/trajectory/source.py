@@ -1,4 +1,4 @@
-"""Where the trajectory viewer's session comes from: the one place it reads a session.
+"""Where the trajectory's session comes from: the one place it reads a session.
 
 `SessionFileSource` reads a log file lazily through its line index (`trajectory`, in a worker
 thread: it indexes the file first, with progress, when its index is missing or stale; then
@@ -17,7 +17,7 @@ from app.session.background_scans import index_is_current, index_with_progress, 
 from app.session.reader import parse_header_line
 from app.session.session import Session
 from app.session.view import SessionView
-from app.ui.widgets.trajectory_index import IndexedTrajectory
+from app.trajectory.indexed import IndexedTrajectory
 
 CHECK_AT_ONCE = 20_000
 """Events up to which a file is parsed whole and classified before it is shown (a corrupt line

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from app.i18n import N_, ngettext
 from app.ui.text import clip_lines, line_count, literal
-from app.ui.widgets.block import Block, ExpandsOnClick, expand_hint
+from app.ui.widgets.conversation.block import Block, ExpandsOnClick, expand_hint
 
 if TYPE_CHECKING:
     from app.session.view_items import UserItem

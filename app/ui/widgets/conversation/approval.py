@@ -17,7 +17,7 @@ from app.tools.approval import ApprovalRequest
 from app.ui import keymap
 from app.ui.messages import ALLOW_ONCE, ALLOW_SESSION, DENY
 from app.ui.text import literal
-from app.ui.widgets.block import Block
+from app.ui.widgets.conversation.block import Block
 
 
 def diff_content(diff: str) -> Content:

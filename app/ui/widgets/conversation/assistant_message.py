@@ -11,12 +11,12 @@ from textual.widgets import Static
 from app.i18n import _
 from app.terminal import PrintableStream, printable
 from app.ui.text import literal
-from app.ui.widgets.block import Block, PlainBackground
-from app.ui.widgets.reasoning import Reasoning
+from app.ui.widgets.conversation.block import Block, PlainBackground
+from app.ui.widgets.conversation.reasoning import Reasoning
 
 if TYPE_CHECKING:
     from app.session.view_items import AssistantItem
-    from app.ui.widgets.reply_text import ReplyText
+    from app.ui.widgets.conversation.reply_text import ReplyText
 
 
 class AssistantMessage(PlainBackground, Vertical):
@@ -33,7 +33,7 @@ class AssistantMessage(PlainBackground, Vertical):
         self.block = block
         # Imported with the first reply: markdown-it is a good part of the chat's start-up
         # otherwise, and an empty chat shows no Markdown.
-        from app.ui.widgets.reply_text import ReplyText
+        from app.ui.widgets.conversation.reply_text import ReplyText
 
         self.reply_text: ReplyText = ReplyText(block.text)
 

@@ -20,18 +20,12 @@ from textual.widgets.tree import TreeNode
 from app.i18n import N_, _, ngettext
 from app.session.view import Step, Turn
 from app.session.view_items import AssistantItem, ContextItem, ToolCallItem
+from app.trajectory.entries import Entry, TurnGroup
+from app.trajectory.indexed import GROUP_SPAN, IndexedTrajectory, Trajectory
+from app.trajectory.labels import answer_label, changed_tool_label, reasoning_label
 from app.ui import keymap
 from app.ui.text import literal_text
-from app.ui.widgets.trajectory_index import GROUP_SPAN, IndexedTrajectory, Trajectory
-from app.ui.widgets.trajectory_model import (
-    Entry,
-    TurnGroup,
-    answer_label,
-    changed_tool_label,
-    entry_label,
-    highlighted,
-    reasoning_label,
-)
+from app.ui.trajectory.labels import entry_label, highlighted, rich_label
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +60,7 @@ class TrajectoryTree(Tree[NodeData]):
     TrajectoryTree { background: $surface; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(keymap.VIEWER_EXPAND_ALL, "toggle_expand_all", N_("Expand all"), show=False),
+        Binding(keymap.TRAJECTORY_EXPAND_ALL, "toggle_expand_all", N_("Expand all"), show=False),
     ]
 
     def __init__(self, model: Trajectory, kinds: frozenset[str], *, id: str | None = None) -> None:
@@ -227,16 +221,16 @@ class TrajectoryTree(Tree[NodeData]):
                     self._add(node, child)
         elif isinstance(subject, AssistantItem):
             if subject.reasoning and "reasoning" in self.kinds:
-                node.add_leaf(reasoning_label(subject), data=Part(entry, reasoning_label(subject)))
+                node.add_leaf(rich_label(reasoning_label(subject)), data=Part(entry, rich_label(reasoning_label(subject))))
             if subject.text:
-                node.add_leaf(answer_label(subject), data=Part(entry, answer_label(subject)))
+                node.add_leaf(rich_label(answer_label(subject)), data=Part(entry, rich_label(answer_label(subject))))
         elif isinstance(subject, ToolCallItem):
             result = self.model.result_of(entry)
             if result is not None:
                 self._add(node, result)
         elif isinstance(subject, ContextItem):
             for tool in self.model.changed_tools(subject):
-                label = changed_tool_label(tool)
+                label = rich_label(changed_tool_label(tool))
                 node.add_leaf(label, data=Part(entry, label))
 
     def action_toggle_expand_all(self) -> None:

@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from app.i18n import N_, _
 from app.ui.text import literal
-from app.ui.widgets.block import Block, ExpandsOnClick
+from app.ui.widgets.conversation.block import Block, ExpandsOnClick
 
 if TYPE_CHECKING:
     from app.session.view_items import SummaryItem

@@ -15,7 +15,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
-from app.ui.widgets.trajectory_model import Entry, detail_json
+from app.trajectory.entries import Entry, detail_json
 
 
 class TrajectoryDetail(ScrollView, can_focus=True):

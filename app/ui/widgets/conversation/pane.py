@@ -5,16 +5,14 @@ exactly as it did live; the stream only adds a reply being written, which the lo
 `AssistantItem` then completes (or a failed request removes). Only a window of blocks has a mounted
 widget; scrolling to either end of the window mounts the next blocks and unmounts the far ones. A
 resumed log is read from its end: blocks exist for the turns read so far, and scrolling back past
-the first of them reads the turns before (`SessionHistory`, in a thread).
+the first of them reads the turns before (`ResumedLog`, in a thread).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
@@ -23,95 +21,22 @@ from textual.geometry import Size
 
 from app.ui.messages import NewOutputBelow
 from app.ui.text import clip_lines
-from app.ui.widgets.block import Block, PlainBackground
+from app.ui.widgets.conversation.block import Block, PlainBackground
 
 if TYPE_CHECKING:
     # The session models (pydantic) and the blocks' widgets are imported with the first item or
     # stream event, not before the chat's first frame.
     from app.llm.stream import StreamEvent
-    from app.session.indexed_view import IndexedView, TurnBounds
+    from app.session.resumed import Entry, ResumedLog
     from app.session.tool_changes import ChangedTool
     from app.session.view_items import ContextItem, Item
-    from app.ui.widgets.assistant_message import AssistantBlock
-    from app.ui.widgets.tool_call import ToolCallBlock
-
-    Entry = Item | str
-    """A log entry the conversation shows: an item, or the end reason of a turn (where it was logged)."""
+    from app.ui.widgets.conversation.assistant_message import AssistantBlock
+    from app.ui.widgets.conversation.tool_call import ToolCallBlock
 
 WINDOW = 120
 """At most this many blocks have a widget mounted."""
 CHUNK = 30
 """How many blocks come back (or go) at a time when the user scrolls past the window."""
-HISTORY_ITEMS = 64
-"""At least this many items are read from a resumed log at a time (about a screenful of blocks)."""
-READ_BACK = 64
-"""Items read at a time while looking for the start of a turn."""
-
-
-class SessionHistory:
-    """A resumed log's entries, read by whole turns from the newest backward.
-
-    Resuming reads only the turns the window shows and scrolling back reads the ones before, so a
-    long log costs no more to open than a short one. Whole turns, so that a tool result always comes
-    with its call. It reads through its own `Session` on the log's file: its threads never share the
-    chat's view, which the agent appends to meanwhile.
-    """
-
-    def __init__(self, path: Path) -> None:
-        from app.session.session import Session
-
-        self._view: IndexedView = Session.open(path).view()
-        self.total = len(self._view.items)
-        """The items logged when it was opened: the chat feeds the later ones live."""
-        self._items_left = self.total
-        self._turns_left = len(self._view.turns)
-        self._lock = threading.Lock()
-
-    @property
-    def exhausted(self) -> bool:
-        return not self._items_left and not self._turns_left
-
-    def earlier(self, items: int = HISTORY_ITEMS) -> list[Entry]:
-        """The entries of the whole turns before those read so far: at least `items` items, or all
-        that is left."""
-        with self._lock:
-            view = self._view
-            start = max(0, self._items_left - items)
-            run = view.items[start : self._items_left]
-            turns: list[TurnBounds] = []
-            # The turns starting after the run's first item, then the one holding it.
-            while self._turns_left and (not turns or run and turns[-1].seq > run[0].seq):
-                self._turns_left -= 1
-                turns.append(view.turn_bounds(self._turns_left))
-            first_turn_seq = turns[-1].seq if turns and run and turns[-1].seq <= run[0].seq else -1
-            # Back to that turn's first item (or the log's first, before any turn).
-            while start:
-                before = view.items[max(0, start - READ_BACK) : start]
-                kept = [item for item in before if item.seq >= first_turn_seq]
-                run[:0] = kept
-                start -= len(kept)
-                if len(kept) < len(before):
-                    break
-            if not start:
-                while self._turns_left:  # turns before every item read (none logged an item)
-                    self._turns_left -= 1
-                    turns.append(view.turn_bounds(self._turns_left))
-            self._items_left = start
-            ends = sorted((turn.end_seq, turn.end_reason or "") for turn in turns if turn.end_seq is not None)
-            return merged_entries(run, ends)
-
-
-def merged_entries(items: Iterable[Item], ends: list[tuple[int, str]]) -> list[Entry]:
-    """`items` in log order with each turn's end reason (sorted `(end_seq, reason)`) where it was logged."""
-    entries: list[Entry] = []
-    position = 0
-    for item in items:
-        while position < len(ends) and ends[position][0] < item.seq:
-            entries.append(ends[position][1])
-            position += 1
-        entries.append(item)
-    entries.extend(reason for _seq, reason in ends[position:])
-    return entries
 
 
 def _screenful(blocks: list[Block], size: Size) -> int:
@@ -129,9 +54,9 @@ def _screenful(blocks: list[Block], size: Size) -> int:
 def _rows_of(block: Block, width: int) -> int:
     """About the rows a block takes at `width`, rather fewer than more: its top margin and its text's
     lines (a tool call's result as collapsed); a block of another kind, two."""
-    from app.ui.widgets.assistant_message import AssistantBlock
-    from app.ui.widgets.tool_call import COLLAPSED_LINES, ToolCallBlock
-    from app.ui.widgets.user_message import UserBlock
+    from app.ui.widgets.conversation.assistant_message import AssistantBlock
+    from app.ui.widgets.conversation.tool_call import COLLAPSED_LINES, ToolCallBlock
+    from app.ui.widgets.conversation.user_message import UserBlock
 
     if isinstance(block, UserBlock):
         shown, hidden = block.shown()
@@ -168,7 +93,7 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
         self._calls: dict[str, ToolCallBlock] = {}
         self._live_reply: AssistantBlock | None = None
         self._stream_kinds: dict[int, str] = {}
-        self._history: SessionHistory | None = None
+        self._resumed: ResumedLog | None = None
         self._reading: asyncio.Task[None] | None = None
         self.clock: Callable[[], float] = time.monotonic
         """What retry countdowns read (a test freezes it for a still picture)."""
@@ -185,16 +110,16 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
             self.blocks.extend(self._blocks_of(entry, live=False))
         await self._mount_tail(WINDOW)
 
-    async def resume(self, history: SessionHistory, size: Size) -> None:
+    async def resume(self, resumed: ResumedLog, size: Size) -> None:
         """Show the end of a resumed log in a view of `size`: its last turns are read (in a thread)
         and as few of the last blocks mounted for the first frame as fill the view (each Markdown
         reply costs its parse and layout). The rest of the window follows behind it, as a live
         conversation would have it; scrolling back past the window mounts more, and reads the turns
         before once the blocks read so far are all shown."""
-        self._history = history
+        self._resumed = resumed
         self._low = self._high = len(self.blocks)
         first = 0
-        while first == self._low and not history.exhausted:
+        while first == self._low and not resumed.exhausted:
             await self._read_earlier(self._low + 1)
             if not self.is_attached:
                 return  # the app quit while the log was being read
@@ -217,7 +142,7 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
 
     async def add_item(self, item: Item) -> None:
         from app.session.view_items import AssistantItem, RequestErrorItem
-        from app.ui.widgets.assistant_message import AssistantMessage
+        from app.ui.widgets.conversation.assistant_message import AssistantMessage
 
         if isinstance(item, (AssistantItem, RequestErrorItem)):
             live = self._live_reply
@@ -262,7 +187,7 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
 
     async def stream(self, event: StreamEvent) -> None:
         from app.llm.stream import BlockDelta, BlockStart
-        from app.ui.widgets.assistant_message import AssistantBlock
+        from app.ui.widgets.conversation.assistant_message import AssistantBlock
 
         if isinstance(event, BlockStart):
             self._stream_kinds[event.index] = event.kind
@@ -291,9 +216,9 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
             ToolResultItem,
             UserItem,
         )
-        from app.ui.widgets.assistant_message import AssistantBlock
-        from app.ui.widgets.markers import CompactionBlock, TurnEndBlock
-        from app.ui.widgets.user_message import UserBlock
+        from app.ui.widgets.conversation.assistant_message import AssistantBlock
+        from app.ui.widgets.conversation.markers import CompactionBlock, TurnEndBlock
+        from app.ui.widgets.conversation.user_message import UserBlock
 
         if isinstance(entry, str):
             return [TurnEndBlock(entry)] if entry in TurnEndBlock.SHOWN else []
@@ -320,15 +245,15 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
             return new
         # The rarer kinds' widgets are imported with the first block of their kind.
         if isinstance(entry, ContextItem):
-            from app.ui.widgets.context_node import ContextBlock
+            from app.ui.widgets.conversation.context_node import ContextBlock
 
             return [ContextBlock(entry, self._changed_tools)]
         if isinstance(entry, RequestErrorItem):
-            from app.ui.widgets.failure_nodes import ErrorBlock
+            from app.ui.widgets.conversation.failure_nodes import ErrorBlock
 
             return [ErrorBlock(entry)]
         if isinstance(entry, RetryItem):
-            from app.ui.widgets.failure_nodes import RetryBlock
+            from app.ui.widgets.conversation.failure_nodes import RetryBlock
 
             return [RetryBlock(entry, live=live, clock=lambda: self.clock())]
         if isinstance(entry, SummaryItem):
@@ -338,15 +263,16 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
     def _changed_tools(self, item: ContextItem) -> tuple[ChangedTool, ...]:
         """What a tool change changed, read from the headers of the session shown."""
         from app.session.tool_changes import changed_tools
+        from app.ui.contract import chat_host
 
-        session = self.app.session  # type: ignore[attr-defined]
+        session = chat_host(self.app).session
         return changed_tools(session.chain, item) if session is not None else ()
 
     def _call_block(self, call_id: str, name: str, arguments: str) -> ToolCallBlock:
         """The block of a tool call, which holds it as msgspec's Struct whether it was read from a
         resumed log (no model built) or comes live (a model): the two blocks are equal."""
         from app.session.structs import ToolCallContent
-        from app.ui.widgets.tool_call import ToolCallBlock
+        from app.ui.widgets.conversation.tool_call import ToolCallBlock
 
         block = ToolCallBlock(ToolCallContent(call_id=call_id, name=name, arguments=arguments))
         self._calls[call_id] = block
@@ -403,27 +329,27 @@ class Conversation(PlainBackground, VerticalScroll, can_focus=False):
     @property
     def pristine(self) -> bool:
         """Whether nothing was ever shown in it (a log can be shown in it as in a new one)."""
-        return not self.blocks and self._history is None and not self._calls and self._live_reply is None
+        return not self.blocks and self._resumed is None and not self._calls and self._live_reply is None
 
     @property
     def has_earlier(self) -> bool:
         """Whether blocks exist, or could be read, before the mounted window."""
-        return self._low > 0 or self._history is not None and not self._history.exhausted
+        return self._low > 0 or self._resumed is not None and not self._resumed.exhausted
 
     async def _read_earlier(self, wanted: int) -> None:
         """Read earlier turns of the resumed log until `wanted` blocks wait before the window (or
         the log's start is reached).
 
         Each read is a task of its own, shielded: a scroll handler cancelled meanwhile (a newer one
-        replaces it) must not lose turns the history has already handed out."""
-        history = self._history
-        while self._low < wanted and history is not None and not history.exhausted:
+        replaces it) must not lose turns the resumed log has already handed out."""
+        resumed = self._resumed
+        while self._low < wanted and resumed is not None and not resumed.exhausted:
             if self._reading is None or self._reading.done():
-                self._reading = asyncio.create_task(self._prepend_earlier(history))
+                self._reading = asyncio.create_task(self._prepend_earlier(resumed))
             await asyncio.shield(self._reading)
 
-    async def _prepend_earlier(self, history: SessionHistory) -> None:
-        entries = await asyncio.to_thread(history.earlier)
+    async def _prepend_earlier(self, resumed: ResumedLog) -> None:
+        entries = await asyncio.to_thread(resumed.earlier)
         blocks = [block for entry in entries for block in self._blocks_of(entry, live=False)]
         self.blocks[:0] = blocks
         self._low += len(blocks)
