@@ -1,4 +1,4 @@
-"""Large sessions (issue 11, DESIGN §12): a huge generated log against small ones, in one run.
+"""Large sessions (issue 11, docs/architecture.md §5): a huge generated log against small ones, in one run.
 
 Writes (or copies, with --big FILE: `run` below appends to it) a session of --events events
 (default 1,000,000, ~600 MB), a 10,000-, a 1,000- and a 10-event one from the same generator, and

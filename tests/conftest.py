@@ -1,4 +1,4 @@
-"""Suite-wide set-up: snapshots in the top-level `snapshots/` folder (DESIGN §1), and a private data
+"""Suite-wide set-up: snapshots in the top-level `snapshots/` folder (docs/architecture.md §1), and a private data
 dir so no test touches the developer's own sessions or config."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`toolscope export` through the real console command, on crafted sessions: DESIGN §5's worked
+"""`toolscope export` through the real console command, on crafted sessions: docs/architecture.md §8's worked
 example, then a turn with hostile text (HTML, Markdown links, Rich markup, escape sequences, a
 bidi override, the API key) and a multi-tool change. Each export is read back."""
 

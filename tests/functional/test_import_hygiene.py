@@ -1,4 +1,4 @@
-"""Nothing headless imports Textual (DESIGN §1), and `--version` imports nothing heavy at all.
+"""Nothing headless imports Textual (docs/architecture.md §1), and `--version` imports nothing heavy at all.
 
 Both checks run in a fresh interpreter: the test process itself has Textual loaded by the
 snapshot plugin.

@@ -1,4 +1,4 @@
-"""`toolscope inspect` over a real session file holding DESIGN §5's worked example.
+"""`toolscope inspect` over a real session file holding the worked example of docs/inspect.md.
 
 Headers h0 [read, grep]; +time (d1); −grep (d2); +grep unchanged (d3), with turns between. Every
 route of the built-in catalog is inspected; the expectations are grouped by the route's tool-update
@@ -535,7 +535,7 @@ def test_on_a_terminal_the_text_goes_through_the_pager(example, tmp_path):
 
 
 def test_one_request_is_reported_without_reading_the_rest_of_the_log(example, capsys):
-    """DESIGN §12: `--request N` costs what request N costs; a bad line it does not read is not its
+    """docs/architecture.md §5: `--request N` costs what request N costs; a bad line it does not read is not its
     concern (without `--request`, the whole log is validated first, as above)."""
     path, _developer = example
     lines = path.read_bytes().splitlines(keepends=True)

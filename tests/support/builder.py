@@ -1,4 +1,4 @@
-"""An imperative session-log builder for tests: it follows the loop's header rules (DESIGN §3)
+"""An imperative session-log builder for tests: it follows the loop's header rules (docs/architecture.md §7)
 through the real functions of `app.session.headers`, so logs it builds are valid by construction."""
 
 from __future__ import annotations

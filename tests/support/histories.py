@@ -1,6 +1,6 @@
 """Hypothesis strategies for valid session event logs whose tools and prompt keep changing.
 
-`session_logs()` draws a whole log (DESIGN §2): turns of a user message and one or more steps;
+`session_logs()` draws a whole log (docs/architecture.md §4): turns of a user message and one or more steps;
 each step is a model request answered by an assistant message (tool calls, then their results, or
 a final answer), sometimes a failed request and its retry first. Before every request the tool
 registry and the system prompt may change — a new tool (some ask `deferLoading`), a removal, a
@@ -9,7 +9,7 @@ restoration with the same definition, a restoration or an in-place change with a
 turns the user may start a new sequence (`/new-sequence`) or compact.
 
 Every `request/header` and `developer/message` is appended by `LogBuilder.header_for`, i.e. by the
-loop's real rules in `app.session.headers` (DESIGN §3), so a drawn log is valid by construction and
+loop's real rules in `app.session.headers` (docs/architecture.md §7), so a drawn log is valid by construction and
 its tool history is whatever the reducer makes of it. Calls to a tool that is not current answer
 `UNKNOWN_TOOL`, as the loop does.
 

@@ -401,7 +401,7 @@ class StreamRecorder(AgentListener):
 
 
 async def test_repeated_call_ids_are_replaced_before_they_are_shown_logged_or_sent(store, workspace, monkeypatch):
-    """DESIGN §2: a provider's repeated id (here `call_0` for every call) gets a fresh one, the
+    """docs/architecture.md §4: a provider's repeated id (here `call_0` for every call) gets a fresh one, the
     same on the screen, in the log and in every later request, on every dialect's history."""
     monkeypatch.setenv("TOOLSCOPE_LOOP_KEY", "sk-loop-test")
     readme = '{"path": "README.md"}'

@@ -1,4 +1,4 @@
-"""Crash safety end to end (DESIGN §2): `toolscope run` killed with SIGKILL — while a reply
+"""Crash safety end to end (docs/architecture.md §4): `toolscope run` killed with SIGKILL — while a reply
 streams, while a tool runs, between two events — leaves a log that reads back, has lost none of
 the lines it held before the kill, and that the next writer closes exactly as the design says
 (orphaned calls answered, the step and the turn ended as interrupted)."""

@@ -1,4 +1,4 @@
-"""Provider faults end to end (DESIGN §7): what the retry policy retries ends in exactly one
+"""Provider faults end to end (docs/architecture.md §9): what the retry policy retries ends in exactly one
 assistant message with the `llm/retry` events the policy promises; what it does not ends the turn
 with one clear line on stderr."""
 

@@ -1,4 +1,4 @@
-"""Tool changes end to end (DESIGN §3, §5, §6; seed 000): a real MCP server swaps its tools in the
+"""Tool changes end to end (docs/architecture.md §7, §8; seed 000): a real MCP server swaps its tools in the
 middle of a call, and the real `toolscope run` logs the change once, says so on stderr, and sends
 it in the very next request the way each route can carry it."""
 

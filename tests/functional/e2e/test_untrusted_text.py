@@ -1,4 +1,4 @@
-"""Secrets and the terminal, end to end (issue 8 items 1–4, DESIGN §11, docs/security.md).
+"""Secrets and the terminal, end to end (issue 8 items 1–4, docs/architecture.md §13, docs/security.md).
 
 Each numbered item is shown through the real command where a user meets it: `toolscope run`
 against a loopback provider of each dialect, `toolscope sessions` and `toolscope inspect` on crafted
@@ -52,7 +52,7 @@ TERMINAL_ATTACK = "\x1b[2J\x1b]52;c;ZXZpbA==\x07\x1b]8;;http://evil.test/\x07cli
 
 
 def key_runs(key: str = KEY) -> set[str]:
-    """The key, as any run of 12 of its characters (DESIGN §11: no part of it that could be used)."""
+    """The key, as any run of 12 of its characters (docs/architecture.md §13: no part of it that could be used)."""
     return {key[i : i + FRAGMENT] for i in range(len(key) - FRAGMENT + 1)}
 
 

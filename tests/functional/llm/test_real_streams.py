@@ -4,7 +4,7 @@ message an independent assembly gives.
 
 The independent assembly is the official SDKs' own accumulators on the same bytes, read by a
 separate SSE parser: `openai`'s `ChatCompletionStreamState` for chat completions, `anthropic`'s
-`accumulate_event` for Messages. Where those SDKs are silent, DESIGN §7 and docs/streaming.md
+`accumulate_event` for Messages. Where those SDKs are silent, docs/architecture.md §9 and docs/streaming.md
 decide, and the oracle says so in one line each: a tool-call fragment without `index` is the
 array position; calls are numbered in the order they first appear; a call's identity is taken once (seed 004), not concatenated; reasoning is the
 first field that carries it; a call the output limit cut short keeps its raw arguments and is

@@ -1,6 +1,6 @@
 """Exporting from the palette asks where to write (issue 24 item 11): the dialog shows the file it
 offers in the working directory, the user may edit it, Enter writes, Escape writes nothing. The
-chat is the real app on DESIGN §5's worked example; what is written is read back from the disk."""
+chat is the real app on the worked example of docs/inspect.md; what is written is read back from the disk."""
 
 from __future__ import annotations
 

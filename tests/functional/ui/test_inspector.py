@@ -1,4 +1,4 @@
-"""The inspector driven by its pilot: DESIGN §5's worked example opened by the chat app, the live
+"""The inspector driven by its pilot: the worked example of docs/inspect.md opened by the chat app, the live
 inspector over a chat with the offline model, and the palette's exports read back.
 
 What the inspector shows is compared with the report model (`inspect_requests`), which the CLI

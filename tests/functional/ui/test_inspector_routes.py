@@ -2,7 +2,7 @@
 every route reachable and counted at any width, by keys and by mouse, never a column cut; and under
 each route, in words, why its declarations and blocks are what they are (issue 24 items 4 and 5).
 
-The session is DESIGN §5's worked example: h0 [read, grep]; +time (request 3); −grep (request 4);
+The session is the worked example of docs/inspect.md: h0 [read, grep]; +time (request 3); −grep (request 4);
 +grep unchanged (request 5).
 """
 

@@ -1,4 +1,4 @@
-"""Pictures of the inspector on DESIGN §5's worked example (pytest-textual-snapshot).
+"""Pictures of the inspector on the worked example of docs/inspect.md (pytest-textual-snapshot).
 
 Headers h0 [read, grep]; +time (d1, request 3); −grep (d2, request 4); +grep unchanged (d3,
 request 5). One route of each tool-update mode side by side; the wire body, the diff, the route

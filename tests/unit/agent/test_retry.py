@@ -1,4 +1,4 @@
-"""The retry policy of DESIGN §7 and its per-route configuration."""
+"""The retry policy of docs/architecture.md §9 and its per-route configuration."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeepSeekTranslator: every case of seed 004 and of DESIGN §7."""
+"""DeepSeekTranslator: every case of seed 004 and of docs/architecture.md §9."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_a_first_fragment_with_nothing_usable_opens_nothing():
     assert result.finish == Finish("stop")
 
 
-# --- DESIGN §7 -------------------------------------------------------------------------------------
+# --- docs/architecture.md §9 -------------------------------------------------------------------------------------
 
 
 def test_an_empty_first_reasoning_chunk_opens_nothing():

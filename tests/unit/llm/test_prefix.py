@@ -1,4 +1,4 @@
-"""DESIGN §5's prefix rule on wire bodies: what keeps a provider's cached prefix, where it breaks."""
+"""docs/architecture.md §8's prefix rule on wire bodies: what keeps a provider's cached prefix, where it breaks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-route projection (DESIGN §5): the worked example at every request on every mode, the seed's
+"""Per-route projection (docs/architecture.md §8): the worked example at every request on every mode, the seed's
 prompt-plus-addition scenario (seed 000), fallbacks, prompt placement and the edge cases between."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The route catalog (DESIGN §5): built-in entries, `[[routes]]` overrides and additions, and the
+"""The route catalog (docs/architecture.md §8): built-in entries, `[[routes]]` overrides and additions, and the
 error each bad table gets."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The stream-event contract (`check_stream`) and the failure codes (DESIGN §7)."""
+"""The stream-event contract (`check_stream`) and the failure codes (docs/architecture.md §9)."""
 
 from __future__ import annotations
 

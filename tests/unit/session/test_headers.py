@@ -1,4 +1,4 @@
-"""DESIGN §3's header rules as plain functions: canonical form, equality, and the developer
+"""docs/architecture.md §7's header rules as plain functions: canonical form, equality, and the developer
 messages a change yields."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN §4's property: any split of a log into increments gives the same `tool_history()` and
+"""docs/architecture.md §6's property: any split of a log into increments gives the same `tool_history()` and
 session view as one full reduction — through real files, the cold fast path and `refresh()`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Large sessions (DESIGN §12): the line index and its cache, views built from fold checkpoints,
+"""Large sessions (docs/architecture.md §5): the line index and its cache, views built from fold checkpoints,
 strict validation in the background — through real files."""
 
 from __future__ import annotations

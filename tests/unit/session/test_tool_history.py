@@ -1,4 +1,4 @@
-"""The tool-history reducer (DESIGN §4): each rule on a hand-built log, then properties over
+"""The tool-history reducer (docs/architecture.md §6): each rule on a hand-built log, then properties over
 drawn logs."""
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ def test_any_split_into_increments_gives_the_same_view():
 
 
 def test_design_worked_example_reduces_to_the_expected_snapshot_at_every_request():
-    """DESIGN §5: h0 [read, grep]; +time (d1); −grep (d2); +grep unchanged (d3)."""
+    """docs/architecture.md §8: h0 [read, grep]; +time (d1); −grep (d2); +grep unchanged (d3)."""
     log = LogBuilder()
     log.simple_turn([READ, GREP], "h0")
     log.simple_turn([READ, GREP, TIME], "d1")
