@@ -3,14 +3,14 @@ and "Benchmarks").
 
 The large session is a file (`--file`, by default the 1M-event one the large-sessions benchmark
 leaves in /tmp/large_bench) or one generated here (`--events N`, `benchmarks/sessions.py`); the
-10-event one is generated. Each measurement runs in a fresh subprocess running the viewer headless
+10-event one is generated. Each measurement runs in a fresh subprocess running the trajectory headless
 (`TrajectoryApp.run_test`), so nothing one measurement loaded helps the next:
 - first paint: from opening the session (what `toolscope view FILE` does before the app starts)
   to the first frame of the Trajectory screen (its loading line), and to the first frame with
   the trajectory's rows, and to the first frame showing the latest turn expanded with the cursor
-  on it (where the viewer opens, issue 24 item 8) — on a copy of the file indexed first (the
+  on it (where the trajectory opens, issue 24 item 8) — on a copy of the file indexed first (the
   usual case; a copy, as another process may append to the shared file meanwhile), and also
-  without an index (a hard link to the copy in a fresh folder: the viewer indexes it, showing
+  without an index (a hard link to the copy in a fresh folder: the trajectory indexes it, showing
   progress);
 - Toolong (`tl`) opening the same large file, in the same run (`benchmarks/toolong_first_paint.py`
   run by `--toolong PYTHON`, by default /tmp/tlvenv/bin/python when it exists);
@@ -128,7 +128,7 @@ async def _measure(path: Path, keys: int, pages: int, mode: str) -> dict[str, fl
         figures["latest_turn_shown"] = time.perf_counter() - start
         opened = turn_opened()
         if opened is None or opened.number != len(screen.model.view.turns):
-            raise SystemExit(f"the viewer opened on turn {opened.number if opened else None}, not the latest")
+            raise SystemExit(f"the trajectory opened on turn {opened.number if opened else None}, not the latest")
         if mode == "paint":
             app.exit()
             return figures

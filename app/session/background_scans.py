@@ -1,7 +1,7 @@
-"""Read-only helpers for a viewer that reads a huge log lazily (docs/architecture.md §5): the line index built
+"""Read-only helpers for the trajectory, which reads a huge log lazily (docs/architecture.md §5): the line index built
 with progress, and scans of the lines' bytes that parse nothing.
 
-A viewer opening a log whose index is missing or stale would otherwise wait for `Session.open`'s
+The trajectory opening a log whose index is missing or stale would otherwise wait for `Session.open`'s
 scan without a word; `index_with_progress` does the same scan first (`open_index`, so the cache it
 saves is the one `Session.open` then loads) and reports how many bytes it has read.
 """
@@ -160,7 +160,7 @@ def _finder(needle: Needle) -> Callable[[bytes, int], int]:
 
 def run_reporting(module: str, path: Path, progress: Callable[[int, int], None]) -> Any:
     """Run `python -m module path` (a whole-log pass: it takes a core for a while and holds a lot
-    of state, and a viewer's interface should keep its own interpreter lock and memory), passing
+    of state, and the trajectory's interface should keep its own interpreter lock and memory), passing
     its progress reports on; return its result. It speaks JSON lines: `{"done", "total"}` as it
     goes, then `{"result"}` or `{"error": {path, line, reason, unsupported}}` (`report_main`); an
     error is raised here as `SessionCorruptionError` / `UnsupportedFormatError`."""

@@ -37,7 +37,7 @@ def count_in(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> i
 
 def seqs_in(types: bytes | bytearray, codes: bytes, start: int, stop: int) -> list[int]:
     """The seqs in `start..stop-1` whose type code is in `codes`."""
-    pattern = re.compile(b"[" + codes + b"]")
+    pattern = re.compile(b"[" + re.escape(codes) + b"]")
     return [match.start() for match in pattern.finditer(types, start, stop)]
 
 
@@ -63,7 +63,7 @@ class Positions:
         self._kept_total = total
         self._kept_blocks = blocks
         self._known: tuple[int, int | None] = (-1, None)  # (log length, total) last asked
-        self._pattern = re.compile(b"[" + codes + b"]")
+        self._pattern = re.compile(b"[" + re.escape(codes) + b"]")
         self._marking = marking(codes)
         self._totals: list[int] = [0]  # events before each complete block
 

@@ -355,7 +355,7 @@ def save_index(index: LineIndex) -> None:
         tag = seal(meta_line, index.types, seals)
         if tag is None:
             return
-        # A viewer's worker thread may save while its UI thread does: one temporary file each.
+        # The trajectory's worker thread may save while its UI thread does: one temporary file each.
         temporary = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as handle:

@@ -3,7 +3,7 @@
 Opening is cheap whatever the size of the log (docs/architecture.md §5): `Session.open` reads the header lines
 and the line indexes (`app.session.chain`); `view()` builds what is asked for from fold checkpoints
 (`app.session.indexed_view`). Strict validation of every line against the format and the
-invariants is a separate stream, `validation()`, that a viewer drives in the background while it
+invariants is a separate stream, `validation()`, that the trajectory drives in the background while it
 already shows the log; `load()` runs it to the end (the writer does, before it appends anything).
 """
 
@@ -122,7 +122,7 @@ class Session:
 
     def validate(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Run `validation()` to the end, calling `progress(validated, total)` every few thousand
-        events. Meant for a viewer's worker thread while its UI thread reads `view()`: the two share
+        events. Meant for the trajectory's worker thread while its UI thread reads `view()`: the two share
         no parsing state. A corrupt line raises SessionCorruptionError (or UnsupportedFormatError)
         with file and line here, in the worker; what the view showed stays readable."""
         total = len(self.chain)

@@ -24,7 +24,7 @@ from typing import overload
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionError
 from app.session.type_codes import TYPE_CODES
-from app.session.event_positions import Positions
+from app.session.event_positions import Positions, seqs_in
 from app.session.background_scans import (
     ESCAPED_PRINTABLE,
     SCAN_BATCH,
@@ -97,10 +97,6 @@ def _pattern(codes: bytes) -> re.Pattern[bytes]:
     return re.compile(b"[" + re.escape(codes) + b"]" if codes else b"(?!)")
 
 
-def _positions(types: bytearray, codes: bytes, start: int, stop: int) -> list[int]:
-    return [match.start() for match in _pattern(codes).finditer(types, start, stop)]
-
-
 class IndexedTrajectory:
     """The trajectory model of a session file (the interface of `TrajectoryModel`), built lazily."""
 
@@ -112,7 +108,7 @@ class IndexedTrajectory:
         self.classified = False
         # Where each turn starts (a few hundred kilobytes for a million events): a segment's bounds
         # and the segment of a seq are then a lookup and a bisection.
-        self._turn_starts = array("Q", _positions(self._chain.types, b"T", 0, len(self._chain)))
+        self._turn_starts = array("Q", seqs_in(self._chain.types, b"T", 0, len(self._chain)))
         self._segments: OrderedDict[int, TrajectoryModel] = OrderedDict()
         self.by_seq = _EntriesBySeq(self)
         self.entries = IndexedRows(self, ENTRY_CODES)
@@ -166,7 +162,7 @@ class IndexedTrajectory:
         start, end = self._bounds(first)[0], self._bounds(stop - 1)[1]
         # Every line a row is counted for has one, even one the reducer makes nothing of (a step
         # outside any turn: the validation names it).
-        for seq in _positions(self._chain.types, ENTRY_CODES, start, end):
+        for seq in seqs_in(self._chain.types, ENTRY_CODES, start, end):
             if seq not in model.by_seq:
                 model.add_unreadable(seq, _("not part of any turn the log opened"))
         for number in range(first, stop):
@@ -345,7 +341,7 @@ class IndexedTrajectory:
         types = bytearray(self._chain.types)
         header, result = TYPE_CODES["request/header"], TYPE_CODES["tool/result"]
         sequence: int | None = None
-        headers = _positions(types, bytes([header]), 0, len(types))
+        headers = seqs_in(types, bytes([header]), 0, len(types))
         for seq, _segment, _number, line in self._chain.picked_lines(headers):
             item = _item_at(line)
             if isinstance(item, HeaderItem):
@@ -472,8 +468,8 @@ def _classified(path: Path, progress: Callable[[int, int], None]) -> dict[str, l
     trajectory.classify(progress)
     types = trajectory.kind_types
     return {
-        "sequences": _positions(types, bytes([SEQUENCE_HEADER]), 0, len(types)),
-        "failed": _positions(types, bytes([FAILED_RESULT]), 0, len(types)),
+        "sequences": seqs_in(types, bytes([SEQUENCE_HEADER]), 0, len(types)),
+        "failed": seqs_in(types, bytes([FAILED_RESULT]), 0, len(types)),
     }
 
 

@@ -771,7 +771,7 @@ def test_call_ids_that_share_a_digest_are_told_apart(monkeypatch: pytest.MonkeyP
 
 
 def test_a_worker_thread_validates_with_progress_while_the_tail_is_read(big_log: Path, tmp_path: Path) -> None:
-    """The viewer's use: `validate(progress)` in a real thread, the view read meanwhile."""
+    """The trajectory's use: `validate(progress)` in a real thread, the view read meanwhile."""
     path = tmp_path / "big.jsonl"
     lines = big_log.read_bytes().split(b"\n")
     index = next(i for i in range(79_999, len(lines)) if lines[i].startswith(b'{"type":"tool/call"'))
