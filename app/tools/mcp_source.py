@@ -347,7 +347,10 @@ class McpServerSource:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return [self._as_tool(tool) for tool in listed]
+        # The same set of tools always declares in the same order, whatever order the server lists
+        # them in: a reordered declaration would break every route's prompt-cache prefix, so a
+        # reorder alone is no tool change (docs/tools.md).
+        return [self._as_tool(tool) for tool in sorted(listed, key=lambda tool: tool.name)]
 
     def _as_tool(self, listed: types.Tool) -> Tool:
         return Tool(

@@ -59,15 +59,16 @@ async def wait_until(condition: Callable[[], bool], seconds: float = 20) -> None
             await anyio.sleep(0.02)
 
 
-DEMO_TOOLS = [
+DEMO_TOOLS = [  # sorted by the server's own names, not in the order it lists them
+    "demo__announce",
+    "demo__crash",
     "demo__echo",
-    "demo__pid",
     "demo__fail",
-    "demo__picture",
     mcp_tool_name("demo", "files.read"),
+    "demo__picture",
+    "demo__pid",
     "demo__slow",
     "demo__swap_tools",
-    "demo__crash",
 ]
 
 
@@ -77,7 +78,7 @@ async def test_tools_are_listed_callable_deterministic_and_their_process_ends_on
     async with registry:
         assert names(registry) == DEMO_TOOLS
         assert registry.mcp_servers()[0].state is ServerState.RUNNING
-        echo = registry.definitions()[0]
+        echo = registry.definitions()[DEMO_TOOLS.index("demo__echo")]
         assert echo.description == "Return the text unchanged."
         assert echo.parameters["required"] == ["text"]
         assert registry.is_read_only("demo__echo") and not registry.is_read_only("demo__crash")
@@ -113,6 +114,24 @@ async def test_tools_are_listed_callable_deterministic_and_their_process_ends_on
     assert registry.problems() == ()
 
 
+async def test_a_server_that_reorders_its_list_declares_the_same_order_and_changes_nothing():
+    """Every `tools/list` of this server rotates its tools; a `list_changed` that changes nothing
+    else is then no tool change: the same definitions, in the same order, and no change announced
+    (so no header, no developer message: the loop writes those only on a change)."""
+    registry = ToolRegistry(mcp_servers=[McpServerSource(tools_server("demo", "--reorder"), timeouts=FAST)])
+    notices: list[list[str]] = []
+    registry.on_change(lambda definitions: notices.append([d.name for d in definitions]))
+    async with registry:
+        first = registry.definitions()
+        assert names(registry) == DEMO_TOOLS
+        notices.clear()
+        for _ in range(3):
+            assert (await call(registry, "demo__announce")).content == "announced"
+            await registry.settle()
+            assert registry.definitions() == first
+        assert notices == []
+
+
 async def test_a_change_announced_during_a_call_is_visible_after_settle():
     """The key guarantee: the server swaps tools and sends tools/list_changed during the call, and
     answers the re-list only 0.5 s later — settle() must wait for that re-list."""
@@ -128,7 +147,7 @@ async def test_a_change_announced_during_a_call_is_visible_after_settle():
 
         await registry.settle()
         assert "demo__echo" not in names(registry)
-        assert names(registry)[-1] == "demo__late"
+        assert "demo__late" in names(registry)
         assert notices[-1] == names(registry)
 
         assert (await call(registry, "demo__late", n=21)).content == "42"

@@ -12,6 +12,9 @@ Run it with `sys.executable`. Its tools:
   `notifications/tools/list_changed`. Every `tools/list` after that answers only after
   `--relist-delay` seconds, so the client's re-list is still in flight when the call returns.
 - `crash()` — the process exits in the middle of the call.
+- `announce()` — sends `notifications/tools/list_changed` without changing any tool.
+
+With `--reorder`, every `tools/list` answers with the tools rotated one further than the last.
 """
 
 from __future__ import annotations
@@ -33,20 +36,27 @@ PIXEL = bytes.fromhex(
 
 
 class ToolsServer(MCPServer):
-    def __init__(self, relist_delay: float) -> None:
+    def __init__(self, relist_delay: float, reorder: bool) -> None:
         # Quiet logging: the SDK's rich log output of a failing tool is slow to set up.
         super().__init__("tools-server", log_level="CRITICAL")
         self.relist_delay = relist_delay
+        self.reorder = reorder
+        self.lists = 0
         self.swapped = False
 
     async def list_tools(self):  # type: ignore[override]
         if self.swapped:
             await anyio.sleep(self.relist_delay)
-        return await super().list_tools()
+        tools = await super().list_tools()
+        if self.reorder:
+            self.lists += 1
+            turn = self.lists % len(tools)
+            tools = tools[turn:] + tools[:turn]
+        return tools
 
 
-def build(relist_delay: float) -> ToolsServer:
-    server = ToolsServer(relist_delay)
+def build(relist_delay: float, reorder: bool = False) -> ToolsServer:
+    server = ToolsServer(relist_delay, reorder)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def echo(text: str) -> str:
@@ -93,6 +103,12 @@ def build(relist_delay: float) -> ToolsServer:
         return "swapped"
 
     @server.tool()
+    async def announce(ctx: Context) -> str:
+        """Announce a tool change that changes nothing."""
+        await ctx.session.send_tool_list_changed()
+        return "announced"
+
+    @server.tool()
     def crash() -> str:
         """Exit the process without answering."""
         os._exit(3)
@@ -103,4 +119,6 @@ def build(relist_delay: float) -> ToolsServer:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--relist-delay", type=float, default=0.0)
-    build(parser.parse_args().relist_delay).run()
+    parser.add_argument("--reorder", action="store_true")
+    options = parser.parse_args()
+    build(options.relist_delay, options.reorder).run()
