@@ -1,22 +1,34 @@
-"""Tools from an MCP server run over stdio (`[mcp.servers.NAME]`), through the `mcp` SDK.
+"""Tools from an MCP server (`[mcp.servers.NAME]`), run over stdio or reached over Streamable
+HTTP, through the `mcp` SDK.
 
-Handshake: the `initialize` handshake (`Client(mode="legacy")`, protocol 2025-11-25), the one
-every stdio server speaks today. The server announces changes with
-`notifications/tools/list_changed` (server side: `ctx.session.send_tool_list_changed()`); the
-2026 `subscriptions/listen` stream is not used.
+Transports: a `command` is spawned and spoken to over its stdin/stdout; a `url` is a Streamable
+HTTP endpoint, with the table's `headers` and, from `bearer_token_env`, `Authorization: Bearer`
+(the token is read at each connect and is a secret: every problem text is redacted of it).
+
+Revisions: `Client(mode="auto")` on both transports: `server/discover` first (2026-07-28), the
+`initialize` handshake (2025-11-25) for a server that does not know it. Tool changes are heard
+through `subscriptions/listen` on a 2026-07-28 session and through
+`notifications/tools/list_changed` on a legacy one; a change re-lists with the SDK's cache
+bypassed, the first listing honours the server's ttl hints. The negotiated revision and the
+transport are in `status()`.
 
 Life of a server:
 
-- `start()` spawns the command, runs `initialize` and `tools/list` (all pages); the tools join
-  the registry as `<server>__<tool>` (see `mcp_tool_name`). It returns after this first attempt,
+- `start()` spawns the command (or connects to the URL), negotiates the revision and runs
+  `tools/list` (all pages); the tools join the registry as `<server>__<tool>` (see
+  `mcp_tool_name`). It returns after this first attempt,
   whether it worked or not; a failure is reported as a `SourceProblem` and everything else goes
   on without the server.
-- `tools/list_changed` → a re-list. The notification is counted the moment it arrives, before the
-  tool call it came with returns, so `settle()` waits for the re-list it triggered.
+- A tool change → a re-list. Over stdio the change is counted the moment it arrives, before the
+  tool call it came with returns, so `settle()` waits for the re-list it triggered. Over HTTP
+  the change comes on a stream of its own (the listen stream, or the legacy GET stream), a
+  connection apart from the call's, so it may arrive after the result: `settle()` after a call
+  there re-lists once itself.
 - A call goes through `tools/call` with a timeout; text content is joined, other content
   described, `isError` becomes a `TOOL_FAILED` outcome.
-- The server exits → its tools are removed at once. With `restart = true` it is started again
-  after `RestartPolicy.delay(n)` (exponential: 1, 2, 4 … s, at most 30 s), at most
+- The server exits (its stream ends, or its listen stream is lost) → its tools are removed at
+  once. A connection refused, a 401/403 or a timeout is the server's problem, in words (never a
+  traceback). With `restart = true` it is started again (or reconnected) after `RestartPolicy.delay(n)` (exponential: 1, 2, 4 … s, at most 30 s), at most
   `max_attempts` times in a row; a server that stayed up for `stable_after` seconds starts a
   fresh count. Without `restart` it stays stopped.
 - `stop()` ends the process (stdin closed, then SIGTERM/SIGKILL to its process group, all
@@ -35,21 +47,28 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import anyio.lowlevel
+import httpx2
 import mcp_types as types
 from anyio.abc import ObjectReceiveStream
 from mcp import Client, MCPError
+from mcp.client.caching import CacheMode
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from app import __version__
 from app.tools.source_state import ProblemKind, ServerState, ServerStatus, SourceProblem
@@ -57,6 +76,8 @@ from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
 
 logger = logging.getLogger(__name__)
 
+STDIO = "stdio"
+HTTP = "http"
 MAX_LIST_PAGES = 100
 STDERR_TAIL_BYTES = 2048
 STDERR_TAIL_LINES = 5
@@ -64,14 +85,27 @@ STDERR_TAIL_LINES = 5
 
 @dataclass(frozen=True)
 class McpServerSpec:
-    """One `[mcp.servers.NAME]` entry."""
+    """One `[mcp.servers.NAME]` entry: a `command` run over stdio, or a Streamable HTTP `url`."""
 
     name: str
-    command: str
+    command: str = ""
     args: Sequence[str] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     restart: bool = False
     cwd: Path | None = None
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    bearer_token_env: str = ""
+    """The variable holding the bearer token, read at each connect (never the token itself)."""
+
+    @property
+    def transport(self) -> str:
+        return HTTP if self.url else STDIO
+
+    @property
+    def target(self) -> str:
+        """What a problem names: the command, or the URL without any user:password part."""
+        return _without_userinfo(self.url) if self.url else self.command
 
 
 @dataclass(frozen=True)
@@ -137,6 +171,12 @@ class McpServerSource:
         self._tools: tuple[Tool, ...] = ()
         self._state = ServerState.STOPPED
         self._client: Client | None = None
+        self._revision = ""
+        self._token = ""
+        self._refused_status = 0
+        # A call over HTTP: a change it announced travels on a connection of its own, so it may
+        # arrive after the result; settle() re-lists once.
+        self._unconfirmed_call = False
         self._on_tools_changed: Callable[[], None] = lambda: None
         self._on_problem: Callable[[SourceProblem], None] = lambda problem: None
         self._supervisor: asyncio.Task[None] | None = None
@@ -160,7 +200,13 @@ class McpServerSource:
         return self._tools
 
     def status(self) -> ServerStatus:
-        return ServerStatus(self.name, self._state, tuple(tool.name for tool in self._tools))
+        return ServerStatus(
+            self.name,
+            self._state,
+            tuple(tool.name for tool in self._tools),
+            transport=self.spec.transport,
+            revision=self._revision,
+        )
 
     def bind(
         self, on_tools_changed: Callable[[], None], on_problem: Callable[[SourceProblem], None]
@@ -194,7 +240,11 @@ class McpServerSource:
         self._state = ServerState.STOPPED
 
     async def settle(self) -> None:
-        """Wait until every `tools/list_changed` received so far has been re-listed."""
+        """Wait until every tool change received so far has been re-listed (and, after a call
+        over HTTP, until a re-list done after that call)."""
+        if self._unconfirmed_call and self._relist_wanted is not None:
+            self._unconfirmed_call = False
+            self._request_relist()
         target = self._relists_requested
         while self._relists_done < target and self._relist_progress is not None:
             await self._relist_progress.wait()
@@ -247,19 +297,17 @@ class McpServerSource:
         self._relists_done = self._relists_requested
         listed_at: float | None = None
         with tempfile.TemporaryFile() as errlog:
-            transport = _stdio_watching_end(
-                self._parameters(), errlog, partial(self._connection_lost, lost)
-            )
             try:
+                transport = self._transport(errlog, partial(self._connection_lost, lost))
                 async with Client(
                     transport,
-                    mode="legacy",
-                    cache=None,
+                    mode="auto",
                     read_timeout_seconds=self.timeouts.request,
                     message_handler=self._on_message,
                     client_info=types.Implementation(name="toolscope", version=__version__),
                 ) as client:
-                    listing = await self._list_tools(client)
+                    self._revision = client.protocol_version
+                    listing = await self._list_tools(client, "use")
                     if not lost.is_set():
                         self._client = client
                         listed_at = anyio.current_time()
@@ -268,11 +316,13 @@ class McpServerSource:
                         on_listed()
                         async with anyio.create_task_group() as group:
                             group.start_soon(self._relist_loop, client, lost)
+                            if _speaks_listen(client):
+                                group.start_soon(self._listen, client, lost)
                             await lost.wait()
                             group.cancel_scope.cancel()
             except Exception as exc:
                 if listed_at is None:
-                    reason = _describe(exc, self.spec.command)
+                    reason = self._redacted(self._reason(exc))
                     self._report(ProblemKind.MCP_START_FAILED, detail=_with_stderr(reason, errlog))
                     return None
                 logger.debug("MCP server %s connection ended with an error", self.name, exc_info=True)
@@ -284,6 +334,37 @@ class McpServerSource:
             self._report(ProblemKind.MCP_EXITED, detail=_with_stderr("", errlog))
             return anyio.current_time() - listed_at
 
+    def _transport(self, errlog: IO[bytes], on_end: Callable[[], None]) -> Any:
+        if self.spec.transport == STDIO:
+            return _stdio_watching_end(self._parameters(), errlog, on_end)
+        headers = dict(self.spec.headers)
+        self._token = ""
+        if self.spec.bearer_token_env:
+            self._token = os.environ.get(self.spec.bearer_token_env, "")
+            if not self._token:
+                raise _MissingToken(self.spec.bearer_token_env)
+            headers["Authorization"] = f"Bearer {self._token}"
+        self._refused_status = 0
+        return _http_watching_end(self.spec.url, headers, self.timeouts.request, on_end, self._on_response)
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        # The SDK turns a refused request into a bare "error response"; the status says why.
+        if response.status_code in (401, 403):
+            self._refused_status = response.status_code
+
+    async def _listen(self, client: Client, lost: anyio.Event) -> None:
+        """Hear tool changes on a 2026-07-28 session; the stream ending means the server is gone."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self._request_relist()
+        except ListenNotSupportedError:
+            return  # a server without the stream: its notifications reach _on_message
+        except Exception:
+            logger.debug("MCP server %s: the listen stream failed", self.name, exc_info=True)
+        self._connection_lost(lost)
+
     def _connection_lost(self, lost: anyio.Event) -> None:
         """The server's stdout ended (it exited, or we are stopping it): drop its tools now,
         before any pending call learns of it, and release everyone waiting in settle()."""
@@ -291,6 +372,7 @@ class McpServerSource:
             return
         lost.set()
         self._client = None
+        self._revision = ""
         self._state = ServerState.RESTARTING if self.spec.restart else ServerState.STOPPED
         self._set_tools(())
         self._relists_done = self._relists_requested
@@ -310,7 +392,15 @@ class McpServerSource:
         # No await before the count: the SDK runs this in a task spawned when the notification
         # is read, ahead of the call result that follows it, so the count is in place before
         # the tool call returns (and `_call` yields once more to make sure).
-        if isinstance(message, types.ToolListChangedNotification) and self._relist_wanted is not None:
+        # On a 2026-07-28 session the listen events reach this handler too; _listen counts them.
+        client = self._client
+        if client is not None and _speaks_listen(client):
+            return
+        if isinstance(message, types.ToolListChangedNotification):
+            self._request_relist()
+
+    def _request_relist(self) -> None:
+        if self._relist_wanted is not None:
             self._relists_requested += 1
             self._relist_wanted.set()
 
@@ -321,11 +411,12 @@ class McpServerSource:
             self._relist_wanted = anyio.Event()
             target = self._relists_requested
             try:
-                listing = await self._list_tools(client)
+                listing = await self._list_tools(client, "bypass")
             except Exception as exc:
                 if lost.is_set():
                     return
-                self._report(ProblemKind.MCP_LIST_FAILED, detail=_describe(exc, self.spec.command))
+                detail = self._redacted(self._reason(exc))
+                self._report(ProblemKind.MCP_LIST_FAILED, detail=detail)
             else:
                 if lost.is_set():
                     return
@@ -338,11 +429,12 @@ class McpServerSource:
             self._relist_progress.set()
             self._relist_progress = anyio.Event()
 
-    async def _list_tools(self, client: Client) -> list[Tool]:
+    async def _list_tools(self, client: Client, cache_mode: CacheMode) -> list[Tool]:
+        """All pages; `cache_mode` "use" honours the server's ttl hints, "bypass" after a change."""
         listed: list[types.Tool] = []
         cursor: str | None = None
         for _page in range(MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
             listed.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -368,6 +460,15 @@ class McpServerSource:
     def _report(self, kind: ProblemKind, **details: Any) -> None:
         self._on_problem(SourceProblem(kind, self.name, **details))
 
+    def _reason(self, exc: BaseException) -> str:
+        if self._refused_status:
+            return f"the server refused the credentials (HTTP {self._refused_status}): {self.spec.target}"
+        return _describe(exc, self.spec.target)
+
+    def _redacted(self, text: str) -> str:
+        """`text` without the bearer token, whatever library wrote it (a guard, docs/security.md)."""
+        return text.replace(self._token, "[redacted]") if self._token else text
+
     # --- calls
 
     async def _call(self, tool_name: str, arguments: dict[str, Any], context: ToolContext) -> str:
@@ -390,6 +491,8 @@ class McpServerSource:
         finally:
             # One turn for a `tools/list_changed` handler scheduled ahead of the result.
             await anyio.lowlevel.cancel_shielded_checkpoint()
+            if self.spec.transport == HTTP:
+                self._unconfirmed_call = True
         text = render_result(result)
         if result.is_error:
             first_line = text.strip().splitlines()[0] if text.strip() else "the tool reported an error"
@@ -452,15 +555,58 @@ async def _stdio_watching_end(
         yield _EndWatchingStream(read_stream, on_end), write_stream
 
 
-def _describe(exc: BaseException, command: str) -> str:
+class _MissingToken(Exception):
+    def __init__(self, variable: str) -> None:
+        super().__init__(f"the bearer token variable {variable} is not set")
+
+
+def _speaks_listen(client: Client) -> bool:
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+@asynccontextmanager
+async def _http_watching_end(
+    url: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    on_end: Callable[[], None],
+    on_response: Callable[[httpx2.Response], Awaitable[None]],
+) -> AsyncIterator[tuple[Any, Any]]:
+    http = httpx2.AsyncClient(
+        headers=dict(headers),
+        timeout=httpx2.Timeout(timeout, read=None),
+        event_hooks={"response": [on_response]},
+    )
+    async with http, streamable_http_client(url, http_client=http) as (read_stream, write_stream):
+        yield _EndWatchingStream(read_stream, on_end), write_stream
+
+
+def _describe(exc: BaseException, target: str) -> str:
     """A one-line reason from the innermost exception (the SDK wraps them in groups)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     match exc:
+        case _MissingToken():
+            return str(exc)
+        case httpx2.HTTPStatusError(response=response):
+            return f"HTTP {response.status_code}: {target}"
+        case httpx2.TimeoutException():
+            return f"the server did not answer in time: {target}"
+        case httpx2.ConnectError():
+            return f"cannot connect: {target}"
+        case httpx2.HTTPError():
+            return f"{type(exc).__name__}: {target}"
         case FileNotFoundError():
-            return f"command not found: {command}"
+            return f"command not found: {target}"
         case OSError(strerror=strerror) if strerror:
-            return f"{strerror}: {command}"
+            return f"{strerror}: {target}"
         case MCPError(code=types.REQUEST_TIMEOUT):
             return "the server did not answer in time"
         case MCPError(code=types.CONNECTION_CLOSED):

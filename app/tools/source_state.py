@@ -118,6 +118,10 @@ class ServerStatus:
     name: str
     state: ServerState
     tool_names: tuple[str, ...] = ()
+    transport: str = ""
+    """"stdio" or "http"."""
+    revision: str = ""
+    """The MCP protocol revision of the running session (e.g. "2026-07-28"), "" when none."""
 
 
 class ManagedSource(Protocol):

@@ -7,8 +7,10 @@ costs the `mcp` import (about a second), so each test starts as few as it needs.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -243,3 +245,94 @@ def test_mcp_names_are_namespaced_sanitised_and_deterministic():
     assert len(long) == 64 and long != mcp_tool_name("server", "x" * 101)
     for name in (dotted, long, mcp_tool_name("my server", "工具")):
         assert len(name) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
+
+
+# --- transports and revisions
+
+
+TOKEN = "ts-test-token-7f3a9c1e5b2d4086a1c3e5f7b9d1f3a5"
+TOKEN_ENV = "TOOLSCOPE_TEST_MCP_TOKEN"
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
+
+
+@contextmanager
+def http_tools_server(*args: str) -> Iterator[str]:
+    """The tools server over Streamable HTTP (uvicorn on a free loopback port), requiring TOKEN."""
+    command = [sys.executable, str(SERVERS / "tools_server.py"), "--http", "--token", TOKEN, *args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def http_spec(url: str, *, restart: bool = False) -> McpServerSpec:
+    return McpServerSpec("demo", url=url, bearer_token_env=TOKEN_ENV, restart=restart)
+
+
+async def a_change_during_a_call_is_visible_after_settle(source: McpServerSource) -> ToolRegistry:
+    registry = ToolRegistry(mcp_servers=[source])
+    async with registry:
+        assert names(registry) == DEMO_TOOLS
+        assert (await call(registry, "demo__swap_tools")).content == "swapped"
+        await registry.settle()
+        assert "demo__echo" not in names(registry) and "demo__late" in names(registry)
+        assert (await call(registry, "demo__late", n=21)).content == "42"
+        assert (await call(registry, "demo__echo", text="x")).error_code == ToolErrorCode.UNKNOWN_TOOL
+        status = registry.mcp_servers()[0]
+    assert registry.problems() == ()
+    return status
+
+
+@pytest.mark.parametrize(("args", "revision"), [((), MODERN), (("--legacy",), LEGACY)])
+async def test_an_http_server_with_a_bearer_token_changes_tools_mid_call_on_each_revision(
+    args, revision, monkeypatch
+):
+    """The server answers its re-list 0.5 s late; on 2026-07-28 the change is heard through
+    `subscriptions/listen`, on the legacy revision through `notifications/tools/list_changed`."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    with http_tools_server("--relist-delay", "0.5", *args) as url:
+        status = await a_change_during_a_call_is_visible_after_settle(McpServerSource(http_spec(url), timeouts=FAST))
+    assert (status.transport, status.revision) == ("http", revision)
+
+
+@pytest.mark.parametrize(("args", "revision"), [((), MODERN), (("--legacy",), LEGACY)])
+async def test_a_stdio_server_changes_tools_mid_call_on_each_revision(args, revision):
+    source = McpServerSource(tools_server("demo", "--relist-delay", "0.5", *args), timeouts=FAST)
+    status = await a_change_during_a_call_is_visible_after_settle(source)
+    assert (status.transport, status.revision) == ("stdio", revision)
+
+
+async def test_a_refused_token_is_the_servers_problem_retried_with_backoff_and_never_shown(monkeypatch):
+    monkeypatch.setenv(TOKEN_ENV, "wrong-" + TOKEN)
+    policy = RestartPolicy(max_attempts=1, initial_delay=0.01, max_delay=0.01)
+    with http_tools_server() as url:
+        source = McpServerSource(http_spec(url, restart=True), timeouts=FAST, restart_policy=policy)
+        registry = ToolRegistry(mcp_servers=[source])
+        async with registry:
+            await wait_until(lambda: registry.mcp_servers()[0].state is ServerState.FAILED)
+            assert names(registry) == []
+    problems = registry.problems()
+    assert [problem.kind for problem in problems] == [
+        ProblemKind.MCP_START_FAILED,
+        ProblemKind.MCP_RESTARTING,
+        ProblemKind.MCP_START_FAILED,
+        ProblemKind.MCP_GAVE_UP,
+    ]
+    refused = problems[0].message()
+    assert refused == f"MCP server “demo” could not start. the server refused the credentials (HTTP 401): {url}"
+    for problem in problems:
+        assert TOKEN not in problem.message() and "Traceback" not in problem.message()
+
+
+async def test_a_missing_token_variable_is_named_without_connecting(monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    registry = ToolRegistry(mcp_servers=[McpServerSource(http_spec("http://127.0.0.1:9/mcp"), timeouts=FAST)])
+    async with registry:
+        assert registry.mcp_servers()[0].state is ServerState.FAILED
+    assert [problem.message() for problem in registry.problems()] == [
+        f"MCP server “demo” could not start. the bearer token variable {TOKEN_ENV} is not set"
+    ]

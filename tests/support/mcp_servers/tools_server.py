@@ -15,14 +15,25 @@ Run it with `sys.executable`. Its tools:
 - `announce()` — sends `notifications/tools/list_changed` without changing any tool.
 
 With `--reorder`, every `tools/list` answers with the tools rotated one further than the last.
+A change is announced both ways: `notifications/tools/list_changed` (legacy sessions) and the
+`subscriptions/listen` event (2026-07-28 sessions).
+
+With `--legacy`, `server/discover` advertises no 2026 revision, so clients fall back to `initialize`.
+With `--http`, the server speaks Streamable HTTP at `http://127.0.0.1:PORT/mcp` (uvicorn, a free
+port, printed as the first line of stdout); with `--token T` every request without
+`Authorization: Bearer T` is answered 401.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
+import sys
 
 import anyio
+import uvicorn
+from mcp.server import runner
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
@@ -99,13 +110,13 @@ def build(relist_delay: float, reorder: bool = False) -> ToolsServer:
         server.add_tool(late)
         server.remove_tool("echo")
         server.swapped = True
-        await ctx.session.send_tool_list_changed()
+        await announce_change(ctx)
         return "swapped"
 
     @server.tool()
     async def announce(ctx: Context) -> str:
         """Announce a tool change that changes nothing."""
-        await ctx.session.send_tool_list_changed()
+        await announce_change(ctx)
         return "announced"
 
     @server.tool()
@@ -116,9 +127,54 @@ def build(relist_delay: float, reorder: bool = False) -> ToolsServer:
     return server
 
 
+async def announce_change(ctx: Context) -> None:
+    await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()
+
+
+def speak_legacy_only(server: MCPServer) -> None:
+    """Like a server from before 2026: `server/discover` is an unknown method, and (over stdio) a
+    request carrying the 2026 envelope does not open a 2026 connection. The SDK has no switch for
+    this, so its private era test is replaced."""
+    del server._lowlevel_server._request_handlers["server/discover"]
+    runner._has_modern_envelope = lambda params: False
+
+
+def requiring_token(app, token: str):  # noqa: ANN001, ANN201
+    """An ASGI app answering 401 to any HTTP request without `Authorization: Bearer <token>`."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def serve_http(server: MCPServer, token: str | None) -> None:
+    app = server.streamable_http_app()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    print(listener.getsockname()[1], flush=True)
+    config = uvicorn.Config(requiring_token(app, token) if token else app, log_level="critical", lifespan="on")
+    uvicorn.Server(config).run(sockets=[listener])
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--relist-delay", type=float, default=0.0)
     parser.add_argument("--reorder", action="store_true")
+    parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--token")
     options = parser.parse_args()
-    build(options.relist_delay, options.reorder).run()
+    built = build(options.relist_delay, options.reorder)
+    if options.legacy:
+        speak_legacy_only(built)
+    if options.http:
+        serve_http(built, options.token)
+        sys.exit(0)
+    built.run()
