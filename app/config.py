@@ -53,9 +53,15 @@ class Plugins:
 
 @dataclass(frozen=True)
 class McpServer:
-    command: str
+    """A server run as `command` (stdio) or reached at `url` (Streamable HTTP): one of the two."""
+
+    command: str | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    bearer_token_env: str | None = None
+    """The environment variable holding the bearer token (the token itself is never in the file)."""
     restart: bool = False
     enabled: bool = True
     """Started with the chat; false leaves it off until it is switched on in the tools screen."""
@@ -175,6 +181,8 @@ def _read_section(section: type, raw: dict[str, Any], location: Location, proble
     for key in raw:
         if key not in known:
             problems.append(Problem((*location, key), "unknown"))
+    if (check_table := _TABLE_CHECKS.get(section)) is not None:
+        problems.extend(check_table(raw, location))
     for name, item in known.items():
         if name not in raw:
             if item.default is MISSING and item.default_factory is MISSING:
@@ -188,6 +196,23 @@ def _read_section(section: type, raw: dict[str, Any], location: Location, proble
         values[name] = value
     return values
 
+
+_STDIO_KEYS = ("args", "env")
+_HTTP_KEYS = ("headers", "bearer_token_env")
+
+
+def _one_transport(raw: dict[str, Any], location: Location) -> list[Problem]:
+    """`command` or `url`, not both, and only the keys of the one given."""
+    if "command" in raw and "url" in raw:
+        return [Problem((*location, "url"), "both-transports")]
+    if "command" not in raw and "url" not in raw:
+        return [Problem((*location, "command"), "no-transport")]
+    keys, other = (_HTTP_KEYS, "url") if "command" in raw else (_STDIO_KEYS, "command")
+    return [Problem((*location, key), "wrong-transport", other) for key in keys if key in raw]
+
+
+_TABLE_CHECKS: dict[type, Callable[[dict[str, Any], Location], list[Problem]]] = {McpServer: _one_transport}
+"""Checks of a table as a whole, for keys that only make sense together."""
 
 _SECTIONS: dict[str, type] = {
     section.__name__: section for section in (Defaults, Plugins, McpServer, Mcp, Tools, Compaction)
@@ -261,6 +286,12 @@ def _problem(problem: Problem, raw: dict[str, Any]) -> str:
         return where + _("unknown key '{key}'").format(key=key)
     if problem.kind == "missing":
         return where + _("missing key '{key}'").format(key=key)
+    if problem.kind == "no-transport":
+        return where + _("needs 'command' (a server it starts) or 'url' (a server it connects to)")
+    if problem.kind == "both-transports":
+        return where + _("has both 'command' and 'url'; keep one")
+    if problem.kind == "wrong-transport":
+        return where + _("'{key}' is only for a server with '{other}'").format(key=key, other=problem.reason)
     return where + _("{key}: {reason}").format(key=key, reason=_expected(problem))
 
 

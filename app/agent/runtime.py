@@ -101,11 +101,14 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
             McpServerSource(
                 McpServerSpec(
                     name=name,
-                    command=server.command,
+                    command=server.command or "",
                     args=tuple(server.args),
                     env=dict(server.env),
                     restart=server.restart,
                     cwd=cwd,
+                    url=server.url or "",
+                    headers=dict(server.headers),
+                    bearer_token_env=server.bearer_token_env or "",
                 )
             )
             for name, server in servers.items()

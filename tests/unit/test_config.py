@@ -112,8 +112,37 @@ def test_unknown_keys_are_reported_before_other_problems(english: None) -> None:
     assert message == "config.toml: [defaults] unknown key 'rout' (and 1 more problem)"
 
 
-def test_missing_required_key(english: None) -> None:
-    assert _error("[mcp.servers.git]\nargs = []\n") == "config.toml: [mcp.servers.git] missing key 'command'"
+def test_a_server_needs_a_command_or_a_url(english: None) -> None:
+    assert _error("[mcp.servers.git]\nargs = []\n") == (
+        "config.toml: [mcp.servers.git] needs 'command' (a server it starts) or 'url' (a server it connects to)"
+    )
+
+
+def test_a_remote_server_has_a_url_headers_and_the_name_of_its_token_variable() -> None:
+    text = (
+        '[mcp.servers.lab]\nurl = "https://mcp.example.com/mcp"\nheaders = { X-Team = "tools" }\n'
+        'bearer_token_env = "LAB_TOKEN"\nrestart = true\n'
+    )
+    lab = parse_config(text, Path("c.toml")).mcp.servers["lab"]
+    assert (lab.url, lab.headers, lab.bearer_token_env, lab.command, lab.restart) == (
+        "https://mcp.example.com/mcp",
+        {"X-Team": "tools"},
+        "LAB_TOKEN",
+        None,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('command = "uvx"\nurl = "http://x/mcp"\n', "has both 'command' and 'url'; keep one"),
+        ('command = "uvx"\nbearer_token_env = "T"\n', "'bearer_token_env' is only for a server with 'url'"),
+        ('url = "http://x/mcp"\nargs = ["a"]\n', "'args' is only for a server with 'command'"),
+    ],
+)
+def test_a_server_table_mixing_the_transports_is_refused(table: str, expected: str, english: None) -> None:
+    assert _error(f"[mcp.servers.lab]\n{table}") == f"config.toml: [mcp.servers.lab] {expected}"
 
 
 @pytest.mark.parametrize(
@@ -124,6 +153,7 @@ def test_missing_required_key(english: None) -> None:
         ("[plugins]\nenabled = [1]\n", "[plugins] enabled[0]: expected a string"),
         ('[mcp.servers.git]\ncommand = "git"\nrestart = "yes"\n', "[mcp.servers.git] restart: expected true or false"),
         ('[mcp.servers.git]\ncommand = "git"\nenv = { A = 1 }\n', "[mcp.servers.git.env] A: expected a string"),
+        ('[mcp.servers.lab]\nurl = "http://x/mcp"\nheaders = { A = 1 }\n', "[mcp.servers.lab.headers] A: expected a string"),
         ('mcp = "on"\n', "mcp: expected a table"),
         ("routes = [1]\n", "routes[0]: expected a table"),
     ],

@@ -7,14 +7,15 @@ costs the `mcp` import (about a second), so each test starts as few as it needs.
 from __future__ import annotations
 
 import json
-import subprocess
+import string
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from app.tools.approval import AutoApprover
 from app.tools.mcp_source import (
@@ -27,6 +28,7 @@ from app.tools.mcp_source import (
 from app.tools.registry import ToolRegistry
 from app.tools.source_state import ProblemKind, ServerState
 from app.tools.tool import ToolContext, ToolErrorCode, ToolOutcome
+from tests.support.mcp_http import http_tools_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -255,20 +257,6 @@ TOKEN_ENV = "TOOLSCOPE_TEST_MCP_TOKEN"
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 
 
-@contextmanager
-def http_tools_server(*args: str) -> Iterator[str]:
-    """The tools server over Streamable HTTP (uvicorn on a free loopback port), requiring TOKEN."""
-    command = [sys.executable, str(SERVERS / "tools_server.py"), "--http", "--token", TOKEN, *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        port = int(process.stdout.readline())
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def http_spec(url: str, *, restart: bool = False) -> McpServerSpec:
     return McpServerSpec("demo", url=url, bearer_token_env=TOKEN_ENV, restart=restart)
 
@@ -294,7 +282,7 @@ async def test_an_http_server_with_a_bearer_token_changes_tools_mid_call_on_each
     """The server answers its re-list 0.5 s late; on 2026-07-28 the change is heard through
     `subscriptions/listen`, on the legacy revision through `notifications/tools/list_changed`."""
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    with http_tools_server("--relist-delay", "0.5", *args) as url:
+    with http_tools_server(TOKEN, "--relist-delay", "0.5", *args) as url:
         status = await a_change_during_a_call_is_visible_after_settle(McpServerSource(http_spec(url), timeouts=FAST))
     assert (status.transport, status.revision) == ("http", revision)
 
@@ -309,7 +297,7 @@ async def test_a_stdio_server_changes_tools_mid_call_on_each_revision(args, revi
 async def test_a_refused_token_is_the_servers_problem_retried_with_backoff_and_never_shown(monkeypatch):
     monkeypatch.setenv(TOKEN_ENV, "wrong-" + TOKEN)
     policy = RestartPolicy(max_attempts=1, initial_delay=0.01, max_delay=0.01)
-    with http_tools_server() as url:
+    with http_tools_server(TOKEN) as url:
         source = McpServerSource(http_spec(url, restart=True), timeouts=FAST, restart_policy=policy)
         registry = ToolRegistry(mcp_servers=[source])
         async with registry:
@@ -336,3 +324,28 @@ async def test_a_missing_token_variable_is_named_without_connecting(monkeypatch)
     assert [problem.message() for problem in registry.problems()] == [
         f"MCP server “demo” could not start. the bearer token variable {TOKEN_ENV} is not set"
     ]
+
+
+@pytest.fixture(scope="module")
+def guarded_server_url() -> Iterator[str]:
+    with http_tools_server(TOKEN) as url:
+        yield url
+
+
+TOKENS = st.text(alphabet=string.ascii_letters + string.digits + "-._~+/", min_size=16, max_size=64)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(token=TOKENS)
+def test_property_a_refused_token_never_reaches_a_problem(guarded_server_url, token, monkeypatch) -> None:
+    """The server quotes the header it got in its 401 answer; the problem still never holds it."""
+    assume(token != TOKEN)
+    monkeypatch.setenv(TOKEN_ENV, token)
+
+    async def start() -> tuple[str, ...]:
+        registry = ToolRegistry(mcp_servers=[McpServerSource(http_spec(guarded_server_url), timeouts=FAST)])
+        async with registry:
+            return tuple(problem.message() for problem in registry.problems())
+
+    (message,) = anyio.run(start)
+    assert "HTTP 401" in message and token not in message

@@ -27,6 +27,7 @@ port, printed as the first line of stdout); with `--token T` every request witho
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import sys
@@ -141,13 +142,27 @@ def speak_legacy_only(server: MCPServer) -> None:
 
 
 def requiring_token(app, token: str):  # noqa: ANN001, ANN201
-    """An ASGI app answering 401 to any HTTP request without `Authorization: Bearer <token>`."""
+    """An ASGI app answering 401 to any HTTP request without `Authorization: Bearer <token>`; the
+    answer is a JSON-RPC error quoting the header it got, as a careless server might."""
     expected = f"Bearer {token}".encode()
 
     async def guarded(scope, receive, send) -> None:  # noqa: ANN001
-        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
-            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"0")]})
-            await send({"type": "http.response.body", "body": b""})
+        got = dict(scope["headers"]).get(b"authorization", b"") if scope["type"] == "http" else expected
+        if got != expected:
+            request = b""
+            while (message := await receive())["type"] == "http.request":
+                request += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            try:
+                request_id = json.loads(request).get("id")
+            except ValueError:
+                request_id = None
+            error = {"code": -32001, "message": f"unauthorized: {got.decode('latin-1')}"}
+            body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 401, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
             return
         await app(scope, receive, send)
 
@@ -158,6 +173,7 @@ def serve_http(server: MCPServer, token: str | None) -> None:
     app = server.streamable_http_app()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
+    listener.listen(128)  # before the port is told: a client connecting early waits in the backlog
     print(listener.getsockname()[1], flush=True)
     config = uvicorn.Config(requiring_token(app, token) if token else app, log_level="critical", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
