@@ -7,6 +7,7 @@ costs the `mcp` import (about a second), so each test starts as few as it needs.
 from __future__ import annotations
 
 import json
+import socket
 import string
 import sys
 from collections.abc import Callable, Iterator
@@ -349,3 +350,30 @@ def test_property_a_refused_token_never_reaches_a_problem(guarded_server_url, to
 
     (message,) = anyio.run(start)
     assert "HTTP 401" in message and token not in message
+
+
+@pytest.mark.slow(seconds=12)
+async def test_an_unreachable_or_silent_http_server_is_a_problem_in_words(monkeypatch):
+    """The silent one costs about 10 s whatever the timeout: the SDK gives each of its two timed-out
+    requests (the discover probe, then initialize) 5 s to write its cancellation."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # connections wait in the backlog, never answered
+    urls = {name: f"http://127.0.0.1:{sock.getsockname()[1]}/mcp" for name, sock in (("closed", closed), ("silent", silent))}
+    with closed, silent:
+        registry = ToolRegistry(
+            mcp_servers=[
+                McpServerSource(McpServerSpec(name, url=url), timeouts=McpTimeouts(request=0.5, call=0.5))
+                for name, url in urls.items()
+            ]
+        )
+        async with registry:
+            assert [status.state for status in registry.mcp_servers()] == [ServerState.FAILED] * 2
+    messages = {problem.source: problem.message() for problem in registry.problems()}
+    assert messages == {
+        "closed": f"MCP server “closed” could not start. cannot connect: {urls['closed']}",
+        "silent": "MCP server “silent” could not start. the server did not answer in time",
+    }
