@@ -68,7 +68,6 @@ from mcp.client.caching import CacheMode
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, ToolsListChanged
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from app import __version__
 from app.tools.source_state import ProblemKind, ServerState, ServerStatus, SourceProblem
@@ -174,6 +173,7 @@ class McpServerSource:
         self._revision = ""
         self._token = ""
         self._refused_status = 0
+        self._listening = False
         # A call over HTTP: a change it announced travels on a connection of its own, so it may
         # arrive after the result; settle() re-lists once.
         self._unconfirmed_call = False
@@ -316,8 +316,7 @@ class McpServerSource:
                         on_listed()
                         async with anyio.create_task_group() as group:
                             group.start_soon(self._relist_loop, client, lost)
-                            if _speaks_listen(client):
-                                group.start_soon(self._listen, client, lost)
+                            group.start_soon(self._listen, client, lost)
                             await lost.wait()
                             group.cancel_scope.cancel()
             except Exception as exc:
@@ -353,16 +352,23 @@ class McpServerSource:
             self._refused_status = response.status_code
 
     async def _listen(self, client: Client, lost: anyio.Event) -> None:
-        """Hear tool changes on a 2026-07-28 session; the stream ending means the server is gone."""
+        """Hear tool changes on a 2026-07-28 session; the stream ending means the server is gone.
+        A legacy session (`ListenNotSupportedError`) or a server refusing the stream is heard
+        through `_on_message` instead."""
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                self._listening = True
                 async for event in subscription:
                     if isinstance(event, ToolsListChanged):
                         self._request_relist()
-        except ListenNotSupportedError:
-            return  # a server without the stream: its notifications reach _on_message
+        except (ListenNotSupportedError, MCPError):
+            # No stream from this server: its notifications, if any, reach _on_message.
+            logger.debug("MCP server %s does not serve subscriptions/listen", self.name, exc_info=True)
+            return
         except Exception:
             logger.debug("MCP server %s: the listen stream failed", self.name, exc_info=True)
+        finally:
+            self._listening = False
         self._connection_lost(lost)
 
     def _connection_lost(self, lost: anyio.Event) -> None:
@@ -392,11 +398,8 @@ class McpServerSource:
         # No await before the count: the SDK runs this in a task spawned when the notification
         # is read, ahead of the call result that follows it, so the count is in place before
         # the tool call returns (and `_call` yields once more to make sure).
-        # On a 2026-07-28 session the listen events reach this handler too; _listen counts them.
-        client = self._client
-        if client is not None and _speaks_listen(client):
-            return
-        if isinstance(message, types.ToolListChangedNotification):
+        # While a listen stream is open its events reach this handler too; _listen counts them.
+        if isinstance(message, types.ToolListChangedNotification) and not self._listening:
             self._request_relist()
 
     def _request_relist(self) -> None:
@@ -558,10 +561,6 @@ async def _stdio_watching_end(
 class _MissingToken(Exception):
     def __init__(self, variable: str) -> None:
         super().__init__(f"the bearer token variable {variable} is not set")
-
-
-def _speaks_listen(client: Client) -> bool:
-    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 def _without_userinfo(url: str) -> str:

@@ -377,3 +377,16 @@ async def test_an_unreachable_or_silent_http_server_is_a_problem_in_words(monkey
         "closed": f"MCP server “closed” could not start. cannot connect: {urls['closed']}",
         "silent": "MCP server “silent” could not start. the server did not answer in time",
     }
+
+
+async def test_a_2026_server_without_the_listen_stream_keeps_running_with_its_tools():
+    """Its changes cannot be heard (2026-07-28 has no notification outside the stream), but a
+    refused `subscriptions/listen` is no lost server: the tools stay and calls go on."""
+    registry = ToolRegistry(mcp_servers=[McpServerSource(tools_server("demo", "--no-listen"), timeouts=FAST)])
+    async with registry:
+        assert (await call(registry, "demo__echo", text="still here")).content == "still here"
+        await registry.settle()
+        status = registry.mcp_servers()[0]
+        assert (status.state, status.revision) == (ServerState.RUNNING, MODERN)
+        assert names(registry) == DEMO_TOOLS
+    assert registry.problems() == ()

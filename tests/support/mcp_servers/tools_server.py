@@ -18,6 +18,7 @@ With `--reorder`, every `tools/list` answers with the tools rotated one further 
 A change is announced both ways: `notifications/tools/list_changed` (legacy sessions) and the
 `subscriptions/listen` event (2026-07-28 sessions).
 
+With `--no-listen`, a 2026-07-28 session has no `subscriptions/listen` ("method not found").
 With `--legacy`, `server/discover` advertises no 2026 revision, so clients fall back to `initialize`.
 With `--http`, the server speaks Streamable HTTP at `http://127.0.0.1:PORT/mcp` (uvicorn, a free
 port, printed as the first line of stdout); with `--token T` every request without
@@ -184,12 +185,15 @@ if __name__ == "__main__":
     parser.add_argument("--relist-delay", type=float, default=0.0)
     parser.add_argument("--reorder", action="store_true")
     parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--no-listen", action="store_true")
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--token")
     options = parser.parse_args()
     built = build(options.relist_delay, options.reorder)
     if options.legacy:
         speak_legacy_only(built)
+    if options.no_listen:
+        del built._lowlevel_server._request_handlers["subscriptions/listen"]
     if options.http:
         serve_http(built, options.token)
         sys.exit(0)
