@@ -51,6 +51,8 @@ from app.ui.screens.modal import ClosableModal
 from app.ui.text import literal, literal_text
 
 ACTIVE_SERVER_STATES = (ServerState.STARTING, ServerState.RUNNING, ServerState.RESTARTING)
+TRANSPORT_NAMES = {"stdio": "stdio", "http": "HTTP"}
+"""How a server's transport is named on screen (protocol names, not translated)."""
 
 
 class SourceKind(StrEnum):
@@ -300,11 +302,16 @@ class ToolsScreen(ClosableModal[None]):
         if pending is not None:
             state_text = _("MCP server · starting…") if pending else _("MCP server · stopping…")
             switched_on = pending
+        elif status.state is ServerState.RUNNING:
+            # TRANSLATORS: {transport} is "stdio" or "HTTP"; {revision} an MCP date, e.g. 2026-07-28.
+            state_text = _("MCP server · running · {transport} · revision {revision}").format(
+                transport=TRANSPORT_NAMES.get(status.transport, status.transport), revision=status.revision
+            )
+            switched_on = True
         else:
             state_text = {
                 ServerState.STOPPED: _("MCP server · off"),
                 ServerState.STARTING: _("MCP server · starting…"),
-                ServerState.RUNNING: _("MCP server · running"),
                 ServerState.RESTARTING: _("MCP server · restarting"),
                 ServerState.FAILED: _("MCP server · failed"),
             }[status.state]

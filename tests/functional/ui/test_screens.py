@@ -306,6 +306,14 @@ async def test_an_mcp_server_switched_off_loses_its_tools_and_on_gets_them_back(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(("args", "revision"), [((), "2026-07-28"), (("--legacy",), "2025-11-25")])
+async def test_a_running_mcp_server_shows_its_transport_and_revision(tmp_path: Path, args, revision) -> None:
+    registry = make_registry(tmp_path, mcp_server("lab", "tools_server.py", *args))
+    async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, _pilot):
+        assert f"MCP server · running · stdio · revision {revision}" in panel_text(app, "lab")
+
+
+@pytest.mark.anyio
 async def test_a_failing_mcp_server_shows_why(tmp_path: Path) -> None:
     registry = make_registry(tmp_path, mcp_server("broken", "crash_at_start.py"))
     async with running(lambda: ToolsScreen(registry, for_this_session(registry)), registry) as (app, pilot):
