@@ -59,7 +59,6 @@ from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
-import anyio.lowlevel
 import httpx2
 import mcp_types as types
 from anyio.abc import ObjectReceiveStream
@@ -67,7 +66,8 @@ from mcp import Client, MCPError
 from mcp.client.caching import CacheMode
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError, ToolsListChanged
+from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.message import SessionMessage
 
 from app import __version__
 from app.tools.source_state import ProblemKind, ServerState, ServerStatus, SourceProblem
@@ -75,6 +75,7 @@ from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
 
 logger = logging.getLogger(__name__)
 
+TOOLS_CHANGED = "notifications/tools/list_changed"
 STDIO = "stdio"
 HTTP = "http"
 MAX_LIST_PAGES = 100
@@ -173,7 +174,6 @@ class McpServerSource:
         self._revision = ""
         self._token = ""
         self._refused_status = 0
-        self._listening = False
         # A call over HTTP: a change it announced travels on a connection of its own, so it may
         # arrive after the result; settle() re-lists once.
         self._unconfirmed_call = False
@@ -303,7 +303,6 @@ class McpServerSource:
                     transport,
                     mode="auto",
                     read_timeout_seconds=self.timeouts.request,
-                    message_handler=self._on_message,
                     client_info=types.Implementation(name="toolscope", version=__version__),
                 ) as client:
                     self._revision = client.protocol_version
@@ -334,8 +333,9 @@ class McpServerSource:
             return anyio.current_time() - listed_at
 
     def _transport(self, errlog: IO[bytes], on_end: Callable[[], None]) -> Any:
+        watch = partial(_WatchedStream, on_end=on_end, on_tools_changed=self._request_relist)
         if self.spec.transport == STDIO:
-            return _stdio_watching_end(self._parameters(), errlog, on_end)
+            return _stdio_watched(self._parameters(), errlog, watch)
         headers = dict(self.spec.headers)
         self._token = ""
         if self.spec.bearer_token_env:
@@ -344,7 +344,7 @@ class McpServerSource:
                 raise _MissingToken(self.spec.bearer_token_env)
             headers["Authorization"] = f"Bearer {self._token}"
         self._refused_status = 0
-        return _http_watching_end(self.spec.url, headers, self.timeouts.request, on_end, self._on_response)
+        return _http_watched(self.spec.url, headers, self.timeouts.request, watch, self._on_response)
 
     async def _on_response(self, response: httpx2.Response) -> None:
         # The SDK turns a refused request into a bare "error response"; the status says why.
@@ -352,23 +352,19 @@ class McpServerSource:
             self._refused_status = response.status_code
 
     async def _listen(self, client: Client, lost: anyio.Event) -> None:
-        """Hear tool changes on a 2026-07-28 session; the stream ending means the server is gone.
-        A legacy session (`ListenNotSupportedError`) or a server refusing the stream is heard
-        through `_on_message` instead."""
+        """Keep a `subscriptions/listen` stream for tool changes open on a 2026-07-28 session; its
+        end means the server is gone. Its events are counted as they are read (`_WatchedStream`),
+        so they are only drained here. A legacy session (`ListenNotSupportedError`) sends the
+        notification without it; a server refusing it keeps running, unheard."""
         try:
             async with client.listen(tools_list_changed=True) as subscription:
-                self._listening = True
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged):
-                        self._request_relist()
+                async for _event in subscription:
+                    pass
         except (ListenNotSupportedError, MCPError):
-            # No stream from this server: its notifications, if any, reach _on_message.
-            logger.debug("MCP server %s does not serve subscriptions/listen", self.name, exc_info=True)
+            logger.debug("MCP server %s: no subscriptions/listen", self.name, exc_info=True)
             return
         except Exception:
             logger.debug("MCP server %s: the listen stream failed", self.name, exc_info=True)
-        finally:
-            self._listening = False
         self._connection_lost(lost)
 
     def _connection_lost(self, lost: anyio.Event) -> None:
@@ -394,15 +390,8 @@ class McpServerSource:
 
     # --- the tool list
 
-    async def _on_message(self, message: object) -> None:
-        # No await before the count: the SDK runs this in a task spawned when the notification
-        # is read, ahead of the call result that follows it, so the count is in place before
-        # the tool call returns (and `_call` yields once more to make sure).
-        # While a listen stream is open its events reach this handler too; _listen counts them.
-        if isinstance(message, types.ToolListChangedNotification) and not self._listening:
-            self._request_relist()
-
     def _request_relist(self) -> None:
+        """A tool change was read: counted at once, so settle() waits for the re-list."""
         if self._relist_wanted is not None:
             self._relists_requested += 1
             self._relist_wanted.set()
@@ -492,8 +481,6 @@ class McpServerSource:
                 ToolErrorCode.TOOL_FAILED, f"MCP server {self.name!r}: {exc.message}"
             ) from None
         finally:
-            # One turn for a `tools/list_changed` handler scheduled ahead of the result.
-            await anyio.lowlevel.cancel_shielded_checkpoint()
             if self.spec.transport == HTTP:
                 self._unconfirmed_call = True
         text = render_result(result)
@@ -530,32 +517,45 @@ def _decoded_size(base64_data: str) -> int:
     return len(base64_data) * 3 // 4 - padding
 
 
-class _EndWatchingStream(ObjectReceiveStream[Any]):
-    """The server's message stream, calling `on_end` the moment it ends (the server exited)."""
+class _WatchedStream(ObjectReceiveStream[Any]):
+    """The server's message stream, calling `on_end` the moment it ends (the server exited) and
+    `on_tools_changed` the moment a tool change is read, on either revision (a 2026-07-28 listen
+    event is the same notification, stamped with its subscription). Read in order, a change the
+    server sent before a call's result is counted before the SDK even reads that result."""
 
-    def __init__(self, inner: ObjectReceiveStream[Any], on_end: Callable[[], None]) -> None:
+    def __init__(
+        self, inner: ObjectReceiveStream[Any], *, on_end: Callable[[], None], on_tools_changed: Callable[[], None]
+    ) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._on_tools_changed = on_tools_changed
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
+        if (
+            isinstance(item, SessionMessage)
+            and isinstance(item.message, types.JSONRPCNotification)
+            and item.message.method == TOOLS_CHANGED
+        ):
+            self._on_tools_changed()
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
 @asynccontextmanager
-async def _stdio_watching_end(
-    parameters: StdioServerParameters, errlog: IO[bytes], on_end: Callable[[], None]
+async def _stdio_watched(
+    parameters: StdioServerParameters, errlog: IO[bytes], watch: Callable[[Any], _WatchedStream]
 ) -> AsyncIterator[tuple[Any, Any]]:
     # stdio_client declares a text `errlog`, but only hands it to the process as its stderr.
     server = stdio_client(parameters, errlog=errlog)  # type: ignore[arg-type]
     async with server as (read_stream, write_stream):
-        yield _EndWatchingStream(read_stream, on_end), write_stream
+        yield watch(read_stream), write_stream
 
 
 class _MissingToken(Exception):
@@ -571,11 +571,11 @@ def _without_userinfo(url: str) -> str:
 
 
 @asynccontextmanager
-async def _http_watching_end(
+async def _http_watched(
     url: str,
     headers: Mapping[str, str],
     timeout: float,
-    on_end: Callable[[], None],
+    watch: Callable[[Any], _WatchedStream],
     on_response: Callable[[httpx2.Response], Awaitable[None]],
 ) -> AsyncIterator[tuple[Any, Any]]:
     http = httpx2.AsyncClient(
@@ -584,7 +584,7 @@ async def _http_watching_end(
         event_hooks={"response": [on_response]},
     )
     async with http, streamable_http_client(url, http_client=http) as (read_stream, write_stream):
-        yield _EndWatchingStream(read_stream, on_end), write_stream
+        yield watch(read_stream), write_stream
 
 
 def _describe(exc: BaseException, target: str) -> str:
