@@ -12,9 +12,9 @@ Run it with `sys.executable`. Its tools:
   `notifications/tools/list_changed`. Every `tools/list` after that answers only after
   `--relist-delay` seconds, so the client's re-list is still in flight when the call returns.
 - `crash()` — the process exits in the middle of the call.
-- `announce()` — sends `notifications/tools/list_changed` without changing any tool.
 
-With `--reorder`, every `tools/list` answers with the tools rotated one further than the last.
+With `--reorder`, every `tools/list` answers with the tools rotated one further than the last, and
+one more tool is served: `announce()` sends `notifications/tools/list_changed` and changes nothing.
 """
 
 from __future__ import annotations
@@ -103,15 +103,17 @@ def build(relist_delay: float, reorder: bool = False) -> ToolsServer:
         return "swapped"
 
     @server.tool()
-    async def announce(ctx: Context) -> str:
-        """Announce a tool change that changes nothing."""
-        await ctx.session.send_tool_list_changed()
-        return "announced"
-
-    @server.tool()
     def crash() -> str:
         """Exit the process without answering."""
         os._exit(3)
+
+    if reorder:
+
+        @server.tool()
+        async def announce(ctx: Context) -> str:
+            """Announce a tool change that changes nothing."""
+            await ctx.session.send_tool_list_changed()
+            return "announced"
 
     return server
 
