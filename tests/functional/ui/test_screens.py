@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(60)
 SERVERS = Path(__file__).resolve().parents[2] / "support" / "mcp_servers"
 SIZE = (100, 30)
 LAB_TOOLS = [  # sorted by the server's own names
-    *("lab__announce", "lab__crash", "lab__echo", "lab__fail", mcp_tool_name("lab", "files.read")),
+    *("lab__crash", "lab__echo", "lab__fail", mcp_tool_name("lab", "files.read")),
     *("lab__picture", "lab__pid", "lab__slow", "lab__swap_tools"),
 ]
 

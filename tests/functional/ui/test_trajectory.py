@@ -155,10 +155,10 @@ async def test_every_tool_change_expands_to_each_tool_with_its_source_and_descri
             ],
             "ⓘ Tool added: calculate": ["+ calculate · plugin calculator · Evaluate an arithmetic expression"],
             "ⓘ 2 tools added": ["+ current_time · plugin clock · Get the current date", "+ convert_time · plugin clock"],
-            "ⓘ 8 tools removed": [
-                "− lab__pid · MCP server lab · The server's process id.",
+            "ⓘ 8 tools removed": [  # in the server's tools' order: sorted by their names
+                "− lab__crash · MCP server lab · Exit the process without answering.",
                 *["− lab__"] * 6,
-                "− lab__late · MCP server lab · Appears after swap_tools; doubles n.",
+                "− lab__swap_tools · MCP server lab · Add `late`, remove `echo`",
             ],
         }
         for summary, lines in expected.items():

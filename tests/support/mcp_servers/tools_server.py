@@ -12,9 +12,9 @@ Run it with `sys.executable`. Its tools:
   `notifications/tools/list_changed`. Every `tools/list` after that answers only after
   `--relist-delay` seconds, so the client's re-list is still in flight when the call returns.
 - `crash()` — the process exits in the middle of the call.
-- `announce()` — sends `notifications/tools/list_changed` without changing any tool.
 
-With `--reorder`, every `tools/list` answers with the tools rotated one further than the last.
+With `--reorder`, every `tools/list` answers with the tools rotated one further than the last, and
+one more tool is served: `announce()` announces a tool change and changes nothing.
 A change is announced both ways: `notifications/tools/list_changed` (legacy sessions) and the
 `subscriptions/listen` event (2026-07-28 sessions).
 
@@ -116,15 +116,17 @@ def build(relist_delay: float, reorder: bool = False) -> ToolsServer:
         return "swapped"
 
     @server.tool()
-    async def announce(ctx: Context) -> str:
-        """Announce a tool change that changes nothing."""
-        await announce_change(ctx)
-        return "announced"
-
-    @server.tool()
     def crash() -> str:
         """Exit the process without answering."""
         os._exit(3)
+
+    if reorder:
+
+        @server.tool()
+        async def announce(ctx: Context) -> str:
+            """Announce a tool change that changes nothing."""
+            await announce_change(ctx)
+            return "announced"
 
     return server
 
