@@ -174,6 +174,7 @@ class McpServerSource:
         self._revision = ""
         self._token = ""
         self._refused_status = 0
+        self._lost = anyio.Event()
         # A call over HTTP: a change it announced travels on a connection of its own, so it may
         # arrive after the result; settle() re-lists once.
         self._unconfirmed_call = False
@@ -291,7 +292,7 @@ class McpServerSource:
 
         Returns when the server has gone; a stop() cancels it instead.
         """
-        lost = anyio.Event()
+        lost = self._lost = anyio.Event()
         self._relist_wanted = anyio.Event()
         self._relist_progress = anyio.Event()
         self._relists_done = self._relists_requested
@@ -472,6 +473,9 @@ class McpServerSource:
                 tool_name, arguments, read_timeout_seconds=self.timeouts.call
             )
         except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                # Over legacy HTTP nothing else tells that the server went away.
+                self._connection_lost(self._lost)
             if exc.code == types.REQUEST_TIMEOUT:
                 raise ToolFailure(
                     ToolErrorCode.TOOL_TIMEOUT,

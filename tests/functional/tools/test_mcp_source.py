@@ -389,3 +389,19 @@ async def test_a_2026_server_without_the_listen_stream_keeps_running_with_its_to
         assert (status.state, status.revision) == (ServerState.RUNNING, MODERN)
         assert names(registry) == DEMO_TOOLS
     assert registry.problems() == ()
+
+
+@pytest.mark.parametrize("args", [(), ("--legacy",)], ids=["2026-07-28", "legacy"])
+async def test_an_http_server_that_goes_away_loses_its_tools_and_is_retried(args, monkeypatch):
+    """On 2026-07-28 the listen stream tells at once; on the legacy revision the next call does."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    policy = RestartPolicy(max_attempts=1, initial_delay=0.01, max_delay=0.01)
+    with http_tools_server(TOKEN, *args) as url:
+        registry = ToolRegistry(mcp_servers=[McpServerSource(http_spec(url, restart=True), timeouts=FAST, restart_policy=policy)])
+        async with registry:
+            assert names(registry) == DEMO_TOOLS
+            await call(registry, "demo__crash")
+            await wait_until(lambda: registry.mcp_servers()[0].state is ServerState.FAILED)
+            assert names(registry) == []
+    kinds = [problem.kind for problem in registry.problems()]
+    assert kinds[0] is ProblemKind.MCP_EXITED and kinds[-1] is ProblemKind.MCP_GAVE_UP
