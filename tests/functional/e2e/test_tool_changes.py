@@ -4,6 +4,8 @@ it in the very next request the way each route can carry it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.agent.notices import tool_change_notice
@@ -24,6 +26,7 @@ from tests.functional.e2e.harness import (
     update_blocks,
 )
 from tests.functional.llm.sse_server import SSEServer
+from tests.support.mcp_http import http_tools_server
 
 SWAP = "lab__swap_tools"
 ADDED = "lab__late"
@@ -43,16 +46,34 @@ when the swap call returns: a loop that did not settle would send the old tools 
 pytestmark = pytest.mark.usefixtures("english")
 
 
-async def swap_then_call_the_removed_tool(bench: Workbench, route: RouteSpec) -> tuple[RunResult, SSEServer]:
+TRANSPORTS = {
+    "stdio": None,
+    "http": (),  # 2026-07-28: the change comes through subscriptions/listen
+    "http-legacy": ("--legacy",),  # 2025-11-25: the change comes as a notification
+}
+TOKEN_ENV = "LAB_MCP_TOKEN"
+TOKEN = "e2e-lab-token-5f1c"
+
+
+async def swap_then_call_the_removed_tool(
+    bench: Workbench, route: RouteSpec, transport: str = "stdio"
+) -> tuple[RunResult, SSEServer]:
     replies = (
         calls(("call-swap", SWAP, "{}")),
         calls(("call-echo", REMOVED, '{"text": "still there?"}')),
         answer("The echo tool is gone, so I stopped there."),
     )
+    prompt = ("--route", route.id, "Swap the lab tools, then echo a word.")
     async with SSEServer(*replies) as server:
-        bench.write_config(server.base_url, list(ROUTES.values()), mcp_relist_delay=RELIST_DELAY)
-        result = await toolscope_run(bench, "--route", route.id, "Swap the lab tools, then echo a word.")
-    return result, server
+        server_args = TRANSPORTS[transport]
+        if server_args is None:
+            bench.write_config(server.base_url, list(ROUTES.values()), mcp_relist_delay=RELIST_DELAY)
+            return await toolscope_run(bench, *prompt), server
+        with http_tools_server(TOKEN, "--relist-delay", str(RELIST_DELAY), *server_args) as url:
+            bench.write_config(server.base_url, list(ROUTES.values()))
+            table = f"[mcp.servers.lab]\nurl = {json.dumps(url)}\nbearer_token_env = {json.dumps(TOKEN_ENV)}\n"
+            bench.config.write_text(table + "\n" + bench.config.read_text(encoding="utf-8"), encoding="utf-8")
+            return await toolscope_run(bench, *prompt, env={TOKEN_ENV: TOKEN}), server
 
 
 def tool_names(header: Event) -> list[str]:
@@ -75,10 +96,18 @@ def message_calling(events: tuple[Event, ...], call_id: str) -> Event:
 
 @pytest.mark.slow(seconds=9)
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("mode", list(ROUTES))
-def test_a_swap_during_a_call_is_logged_once_and_sent_in_the_next_request(bench: Workbench, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [
+        *(("stdio", mode) for mode in ROUTES),
+        *((transport, mode) for transport in ("http", "http-legacy") for mode in ("addition-only", "in-history")),
+    ],
+)
+def test_a_swap_during_a_call_is_logged_once_and_sent_in_the_next_request(
+    bench: Workbench, transport: str, mode: str
+) -> None:
     route = ROUTES[mode]
-    result, server = run(swap_then_call_the_removed_tool(bench, route))
+    result, server = run(swap_then_call_the_removed_tool(bench, route, transport))
     assert result.returncode == 0, result.stderr
     events = events_of(bench.only_session())
 
