@@ -87,6 +87,9 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
     if servers:
         # The MCP SDK is slow to import: only when a server is configured.
         from app.tools.mcp_source import McpServerSource, McpServerSpec
+        from app.tools.seen_tools import SeenToolsStore, default_path
+
+        seen = SeenToolsStore(default_path())
     tools = config.tools if config is not None else Tools()
     workspace = Workspace(cwd, tuple(Path(root).expanduser() for root in tools.extra_roots))
     commands = CommandSettings(
@@ -109,7 +112,8 @@ def build_registry(config: Config | None, cwd: Path) -> ToolRegistry:
                     url=server.url or "",
                     headers=dict(server.headers),
                     bearer_token_env=server.bearer_token_env or "",
-                )
+                ),
+                seen=seen,
             )
             for name, server in servers.items()
         ],

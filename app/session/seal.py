@@ -1,4 +1,5 @@
-"""The account's key for the caches toolscope keeps beside its data (the line index, the listing).
+"""The account's key for the caches toolscope keeps beside its data (the line index, the listing,
+the MCP servers' last-seen tools).
 
 A cache is untrusted input: it travels with copied sessions, anyone may damage it, and what it
 says lets a reader skip work (a scan, a fold, strict validation). So every cache is sealed with a

@@ -14,9 +14,11 @@ transport are in `status()`.
 
 Life of a server:
 
-- `start()` spawns the command (or connects to the URL), negotiates the revision and runs
+- `start()` spawns the command (or connects to the URL), negotiates the revision, opens the
+  listen stream (2026-07-28; before listing, so no change is missed in between) and runs
   `tools/list` (all pages); the tools join the registry as `<server>__<tool>` (see
-  `mcp_tool_name`). It returns after this first attempt,
+  `mcp_tool_name`) and are kept as its last-seen list (`app.tools.seen_tools`). It returns after
+  this first attempt,
   whether it worked or not; a failure is reported as a `SourceProblem` and everything else goes
   on without the server.
 - A tool change → a re-list. Over stdio the change is counted the moment it arrives, before the
@@ -53,6 +55,7 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
@@ -61,7 +64,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import httpx2
 import mcp_types as types
-from anyio.abc import ObjectReceiveStream
+from anyio.abc import ObjectReceiveStream, TaskStatus
 from mcp import Client, MCPError
 from mcp.client.caching import CacheMode
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -70,6 +73,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.message import SessionMessage
 
 from app import __version__
+from app.tools.seen_tools import SeenTools, SeenToolsStore, server_identity
 from app.tools.source_state import ProblemKind, ServerState, ServerStatus, SourceProblem
 from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
 
@@ -106,6 +110,13 @@ class McpServerSpec:
     def target(self) -> str:
         """What a problem names: the command, or the URL without any user:password part."""
         return _without_userinfo(self.url) if self.url else self.command
+
+    @property
+    def identity(self) -> str:
+        """What the last-seen tools are kept under: a digest of what reaches the server."""
+        if self.url:
+            return server_identity(HTTP, self.url)
+        return server_identity(STDIO, self.command, self.args, self.cwd or "")
 
 
 @dataclass(frozen=True)
@@ -164,8 +175,11 @@ class McpServerSource:
         *,
         timeouts: McpTimeouts = McpTimeouts(),
         restart_policy: RestartPolicy = RestartPolicy(),
+        seen: SeenToolsStore | None = None,
     ) -> None:
+        """`seen`: where each listing is kept for `last_seen()` (none: nothing is kept)."""
         self.spec = spec
+        self._seen = seen
         self.timeouts = timeouts
         self.restart_policy = restart_policy
         self._tools: tuple[Tool, ...] = ()
@@ -208,6 +222,11 @@ class McpServerSource:
             transport=self.spec.transport,
             revision=self._revision,
         )
+
+    def last_seen(self) -> SeenTools | None:
+        if self._seen is None:
+            return None
+        return self._seen.last_seen(self.name, self.spec.identity, self.tool_prefix)
 
     def bind(
         self, on_tools_changed: Callable[[], None], on_problem: Callable[[SourceProblem], None]
@@ -307,18 +326,20 @@ class McpServerSource:
                     client_info=types.Implementation(name="toolscope", version=__version__),
                 ) as client:
                     self._revision = client.protocol_version
-                    listing = await self._list_tools(client, "use")
-                    if not lost.is_set():
-                        self._client = client
-                        listed_at = anyio.current_time()
-                        self._state = ServerState.RUNNING
-                        self._set_tools(listing)
-                        on_listed()
-                        async with anyio.create_task_group() as group:
+                    async with anyio.create_task_group() as group:
+                        # Listening before listing: a change made meanwhile is heard, not lost.
+                        await group.start(self._listen, client, lost)
+                        listing = await self._list_tools(client, "use")
+                        if not lost.is_set():
+                            self._client = client
+                            listed_at = anyio.current_time()
+                            self._state = ServerState.RUNNING
+                            self._set_tools(listing)
+                            on_listed()
                             group.start_soon(self._relist_loop, client, lost)
-                            group.start_soon(self._listen, client, lost)
+                            group.start_soon(self._remember, listing)
                             await lost.wait()
-                            group.cancel_scope.cancel()
+                        group.cancel_scope.cancel()
             except Exception as exc:
                 if listed_at is None:
                     reason = self._redacted(self._reason(exc))
@@ -352,21 +373,31 @@ class McpServerSource:
         if response.status_code in (401, 403):
             self._refused_status = response.status_code
 
-    async def _listen(self, client: Client, lost: anyio.Event) -> None:
+    async def _listen(
+        self, client: Client, lost: anyio.Event, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Keep a `subscriptions/listen` stream for tool changes open on a 2026-07-28 session; its
-        end means the server is gone. Its events are counted as they are read (`_WatchedStream`),
-        so they are only drained here. A legacy session (`ListenNotSupportedError`) sends the
-        notification without it; a server refusing it keeps running, unheard."""
+        end means the server is gone. Started once the server acknowledged it (or has none).
+        Its events are counted as they are read (`_WatchedStream`), so they are only drained here.
+        A legacy session (`ListenNotSupportedError`) sends the notification without it; a server
+        refusing it keeps running, unheard."""
+        started = False
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                started = True
+                task_status.started()
                 async for _event in subscription:
                     pass
         except (ListenNotSupportedError, MCPError):
             logger.debug("MCP server %s: no subscriptions/listen", self.name, exc_info=True)
-            return
+            if not started:
+                task_status.started()
+                return
         except Exception:
             logger.debug("MCP server %s: the listen stream failed", self.name, exc_info=True)
         self._connection_lost(lost)
+        if not started:
+            task_status.started()
 
     def _connection_lost(self, lost: anyio.Event) -> None:
         """The server's stdout ended (it exited, or we are stopping it): drop its tools now,
@@ -414,6 +445,7 @@ class McpServerSource:
                 if lost.is_set():
                     return
                 self._set_tools(listing)
+                await self._remember(listing)
             self._relists_done = max(self._relists_done, target)
             self._signal_relist_progress()
 
@@ -449,6 +481,12 @@ class McpServerSource:
     def _set_tools(self, tools: Sequence[Tool]) -> None:
         self._tools = tuple(tools)
         self._on_tools_changed()
+
+    async def _remember(self, listing: Sequence[Tool]) -> None:
+        if self._seen is not None:
+            definitions = [tool.definition for tool in listing]
+            seen_at = datetime.now(UTC)
+            await anyio.to_thread.run_sync(self._seen.remember, self.name, self.spec.identity, definitions, seen_at)
 
     def _report(self, kind: ProblemKind, **details: Any) -> None:
         self._on_problem(SourceProblem(kind, self.name, **details))

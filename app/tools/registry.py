@@ -47,6 +47,7 @@ import anyio
 
 from app.i18n import _
 from app.session.events import ToolDefinition
+from app.tools.seen_tools import SeenTools
 from app.tools.source_state import (
     ManagedSource,
     Plugin,
@@ -220,6 +221,11 @@ class ToolRegistry:
     def server_definitions(self, name: str) -> tuple[ToolDefinition, ...]:
         """The tools the server lists now (none while it is stopped), clashing ones included."""
         return tuple(tool.definition for tool in self._server(name).tools())
+
+    def server_last_seen(self, name: str) -> SeenTools | None:
+        """The tools the server listed when last seen (for a server not running): shown, never
+        declared."""
+        return self._server(name).last_seen()
 
     # --- plugins
 

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from app.i18n import _, ngettext
+from app.tools.seen_tools import SeenTools
 from app.tools.tool import Tool
 
 @dataclass(frozen=True)
@@ -136,6 +137,10 @@ class ManagedSource(Protocol):
         ...
 
     def tools(self) -> tuple[Tool, ...]: ...
+
+    def last_seen(self) -> SeenTools | None:
+        """The tools it listed when last seen, in this session or an earlier one (a cache)."""
+        ...
 
     def bind(
         self, on_tools_changed: Callable[[], None], on_problem: Callable[[SourceProblem], None]

@@ -21,15 +21,20 @@ MODEL_NAME = "offline-demo"
 _CHARS_PER_TOKEN = 4
 
 
+def _environment_delay() -> float:
+    return float(os.environ.get("TOOLSCOPE_OFFLINE_DELAY", "0.01"))
+
+
 class _Chunks(httpx.AsyncByteStream):
-    def __init__(self, chunks: list[bytes], delay: float) -> None:
+    def __init__(self, chunks: list[bytes], delay: float | None) -> None:
         self._chunks = chunks
         self._delay = delay
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self._chunks:
-            if self._delay:
-                await asyncio.sleep(self._delay)
+            delay = self._delay if self._delay is not None else _environment_delay()
+            if delay:
+                await asyncio.sleep(delay)
             yield chunk
 
 
@@ -37,12 +42,14 @@ class OfflineTransport(httpx.AsyncBaseTransport):
     """Answers `POST …/chat/completions` with a streamed, deterministic reply.
 
     `beta_header` is the (name, value) a request must carry to use tool-update blocks.
-    `delay` (seconds between chunks) makes the stream visible in the UI; tests use 0.
+    `delay` (seconds between chunks) makes the stream visible in the UI; tests use 0. Without
+    it, `TOOLSCOPE_OFFLINE_DELAY` is read before each chunk, so a test can slow one turn down
+    and speed the rest up.
     """
 
     def __init__(self, beta_header: tuple[str, str], *, delay: float | None = None) -> None:
         self._beta_header = beta_header
-        self._delay = delay if delay is not None else float(os.environ.get("TOOLSCOPE_OFFLINE_DELAY", "0.01"))
+        self._delay = delay
         self._previous_prompt = ""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

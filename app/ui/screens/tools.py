@@ -119,6 +119,8 @@ class SourceView:
     tools: tuple[ToolDefinition, ...]
     against_config: str = ""
     """Where the source is switched otherwise than the config says, in words; else empty."""
+    last_seen: str = ""
+    """For a server not running, when `tools` were listed (they are not declared); else empty."""
 
 
 class RegistryChanged(Message):
@@ -149,6 +151,7 @@ class SourcePanel(Vertical):
         yield Static(classes="source-config")
         yield Static(classes="source-reasons")
         yield Static(classes="source-description")
+        yield Static(classes="source-seen")
         yield Static(classes="source-tools")
 
     def show(self, view: SourceView) -> None:
@@ -169,6 +172,10 @@ class SourcePanel(Vertical):
         description = self.query_one(".source-description", Static)
         description.display = bool(view.description)
         description.update(literal_text(view.description))
+        seen = self.query_one(".source-seen", Static)
+        seen.display = bool(view.last_seen)
+        seen.update(literal_text(view.last_seen))
+        self.set_class(bool(view.last_seen), "-last-seen")
         self.query_one(".source-tools", Static).update(_tool_lines(view.tools))
 
 
@@ -324,6 +331,15 @@ class ToolsScreen(ClosableModal[None]):
         reasons = tuple(problem.message() for problem in problems)
         # The user's choice, not the process: a server switched on that failed is still on.
         on = name in self.registry.switches().servers
+        tools = self.registry.server_definitions(name)
+        last_seen = ""
+        seen = None if running or tools else self.registry.server_last_seen(name)
+        if seen is not None:
+            tools = seen.tools
+            # TRANSLATORS: {when} is a local date and time, e.g. 2026-12-03 14:05.
+            last_seen = _("Last seen {when}; offered to the model only while the server runs.").format(
+                when=seen.seen_at.astimezone().strftime("%Y-%m-%d %H:%M")
+            )
         return SourceView(
             title=name,
             kind_and_state=state_text,
@@ -332,8 +348,9 @@ class ToolsScreen(ClosableModal[None]):
             failing=status.state is ServerState.FAILED or bool(reasons),
             reasons=reasons,
             description="",
-            tools=self.registry.server_definitions(name),
+            tools=tools,
             against_config=_against_config(on, name in self.settings.configured.servers),
+            last_seen=last_seen,
         )
 
     def _problems_of(self, name: str, *, active: bool) -> list[SourceProblem]:

@@ -832,12 +832,18 @@ def user_texts(bench) -> list[str]:  # type: ignore[no-untyped-def]
     return [item.text for item in bench.only_session().view().items if type(item).__name__ == "UserItem"]
 
 
-async def queued_behind_a_turn(pilot, first: str, *queued: str) -> None:  # type: ignore[no-untyped-def]
-    """Send `first`, then each of `queued` while its turn runs."""
+async def queued_behind_a_turn(pilot, monkeypatch, first: str, *queued: str) -> None:  # type: ignore[no-untyped-def]
+    """Send `first` slowly, then each of `queued` while its turn runs."""
+    monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.2")  # the first turn outlasts the typing
     await send(pilot, first, wait=False)
     await until(pilot, lambda: pilot.app.turn_running)
     for prompt in queued:
         await send(pilot, prompt, wait=False)
+
+
+def stream_fast(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The rest of the turn and the queued ones stream without waiting: the test has done its part."""
+    monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.002")
 
 
 async def until_all_sent(pilot, limit: float = 60) -> None:  # type: ignore[no-untyped-def]
@@ -850,15 +856,14 @@ class TestPromptsSentDuringATurn:
     when the turn ends."""
 
     def test_a_prompt_sent_during_a_turn_is_queued_shown_and_sent_after_it(self, bench, monkeypatch) -> None:
-        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.1")
-
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await queued_behind_a_turn(pilot, "hello", "use list_dir")
+                await queued_behind_a_turn(pilot, monkeypatch, "hello", "use list_dir")
                 queued = str(app.chat.queued.render())
                 assert "1 prompt queued" in queued and "› use list_dir" in queued, queued
                 await send(pilot, "use read_file on README.md", wait=False)
+                stream_fast(monkeypatch)
                 await until_all_sent(pilot)
                 assert not app.chat.queued.display
             assert user_texts(bench) == ["hello", "use list_dir", "use read_file on README.md"]
@@ -866,28 +871,26 @@ class TestPromptsSentDuringATurn:
         run(scenario())
 
     def test_up_in_an_empty_prompt_takes_the_last_queued_one_back_to_edit(self, bench, monkeypatch) -> None:
-        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.2")  # the first turn outlasts the typing
-
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await queued_behind_a_turn(pilot, "hello", "use list_dir", "a typo")
+                await queued_behind_a_turn(pilot, monkeypatch, "hello", "use list_dir", "a typo")
                 await pilot.press("up")
                 assert app.chat.composer.text == "a typo" and app.chat.queued.prompts == ["use list_dir"]
                 app.chat.composer.load_text("")  # deleted
+                stream_fast(monkeypatch)
                 await until_all_sent(pilot)
             assert user_texts(bench) == ["hello", "use list_dir"]
 
         run(scenario())
 
     def test_escape_cancels_the_turn_and_keeps_the_queue(self, bench, monkeypatch) -> None:
-        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.2")  # the first turn outlasts the typing
-
         async def scenario() -> None:
             app = bench.app()
             async with app.run_test(size=SIZE) as pilot:
-                await queued_behind_a_turn(pilot, "tell me about the tools you have", "use list_dir")
+                await queued_behind_a_turn(pilot, monkeypatch, "tell me about the tools you have", "use list_dir")
                 await pilot.press("escape")
+                stream_fast(monkeypatch)
                 await until_all_sent(pilot)
             assert user_texts(bench) == ["tell me about the tools you have", "use list_dir"]
             assert [turn.end_reason for turn in bench.only_session().view().turns] == ["aborted", "completed"]
@@ -895,12 +898,10 @@ class TestPromptsSentDuringATurn:
         run(scenario())
 
     def test_quitting_with_a_queue_asks_first(self, bench, monkeypatch) -> None:
-        monkeypatch.setenv("TOOLSCOPE_OFFLINE_DELAY", "0.2")
-
         async def scenario() -> None:
             app, told = bench.app(), Told()
             async with app.run_test(size=SIZE, message_hook=told) as pilot:
-                await queued_behind_a_turn(pilot, "tell me about the tools you have", "use list_dir")
+                await queued_behind_a_turn(pilot, monkeypatch, "tell me about the tools you have", "use list_dir")
                 await pilot.press("ctrl+q")
                 await pilot.pause()
                 assert app.is_running

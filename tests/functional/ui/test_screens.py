@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,14 @@ from textual.widgets import DataTable, Input, Static
 
 from app.config import REMEMBER_FOR_SESSION
 from app.llm.routes import load_catalog
+from app.session.events import ToolDefinition
 from app.session.listing import SessionSummary, list_sessions
 from app.tools.builtins import builtin_tools
 from app.tools.file_tools import Workspace
 from app.tools.mcp_source import McpServerSource, McpServerSpec, McpTimeouts, RestartPolicy, mcp_tool_name
 from app.tools.plugins import available_plugins
 from app.tools.registry import ToolRegistry
+from app.tools.seen_tools import SeenToolsStore
 from app.tools.source_state import Plugin, ServerState
 from app.tools.tool import Tool, ToolContext
 from app.ui.commands import SCREEN_COMMANDS
@@ -208,6 +211,16 @@ def test_tools_screen_snapshot(snap_compare, tmp_path: Path) -> None:
         tmp_path, mcp_server("lab", "tools_server.py"), mcp_server("broken", "crash_at_start.py")
     )
     assert snap_compare(Host(lambda: ToolsScreen(registry, for_this_session(registry, "calculator")), registry), terminal_size=(100, 50))
+
+
+def test_tools_screen_snapshot_of_a_server_last_seen(snap_compare, tmp_path: Path, utc: None) -> None:
+    """Off in the config, seen in an earlier session: its tools, marked as last seen."""
+    store = SeenToolsStore(tmp_path / "mcp-tools.json")
+    lab = McpServerSource(McpServerSpec("lab", sys.executable, [str(SERVERS / "tools_server.py")]), seen=store)
+    seen = [ToolDefinition(name=name, description=f"What {name} does.", parameters={}) for name in LAB_TOOLS[:3]]
+    store.remember("lab", lab.spec.identity, seen, datetime(2026, 12, 2, 9, 30, tzinfo=UTC))
+    registry = ToolRegistry(builtins=builtin_tools(Workspace(tmp_path)), mcp_servers=[lab], servers_off=["lab"])
+    assert snap_compare(Host(lambda: ToolsScreen(registry, for_this_session(registry)), registry), terminal_size=(100, 40))
 
 
 def test_route_picker_snapshot(snap_compare, keys: str) -> None:

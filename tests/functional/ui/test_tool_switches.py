@@ -13,6 +13,7 @@ import json
 import sys
 
 import pytest
+from textual.widgets import Static
 
 from app.agent.runtime import latest_session
 from app.config import load_config
@@ -266,3 +267,50 @@ def test_a_session_chosen_with_ctrl_o_brings_its_sources_back(bench) -> None:
         assert [event["data"] for event in lines if event["type"] == "request/header"] == headers
 
     run(scenario())
+
+
+class TestToolListsKeptForServersNotRunning:
+    """A server switched off or not yet started shows the tools it listed when last seen, marked as
+    such and never declared (issue 26 item 3); the cache file they come from is untrusted."""
+
+    def panel(self, app: ToolscopeApp, name: str) -> str:
+        return " ".join(
+            str(static.render()) for static in switch_of(app.screen, name).parent.parent.query(Static)
+        )
+
+    def test_a_server_seen_once_shows_its_tools_when_off_in_this_and_the_next_session(self, bench) -> None:
+        bench.config_lines += ["[tools]", 'remember_switches = "session"', "", *LAB]
+
+        async def first() -> None:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await open_tools(pilot)
+                assert "no tools" in self.panel(app, "lab") and "Last seen" not in self.panel(app, "lab")
+                await pilot.press("escape")
+                await flip(pilot, "lab")  # on: it lists its tools
+                await until(pilot, lambda: app.registry.mcp_servers()[0].state is ServerState.RUNNING)
+                await flip(pilot, "lab")  # off again
+                await until(pilot, lambda: app.registry.mcp_servers()[0].state is ServerState.STOPPED)
+                await open_tools(pilot)
+                text = self.panel(app, "lab")
+                assert "Last seen" in text and "offered to the model only while the server runs" in text
+                assert "lab__echo" in text and "lab__swap_tools" in text
+                assert not [tool for tool in app.registry.definitions() if tool.name.startswith("lab__")]
+
+        async def next_session() -> str:
+            app = bench.app()
+            async with app.run_test(size=SIZE) as pilot:
+                await open_tools(pilot)
+                assert not [tool for tool in app.registry.definitions() if tool.name.startswith("lab__")]
+                return self.panel(app, "lab")
+
+        run(first())
+        cache = bench.home / "mcp-tools.json"
+        assert cache.stat().st_mode & 0o777 == 0o600
+        text = run(next_session())
+        assert "MCP server · off" in text and "Last seen" in text and "lab__echo" in text
+        # Foreign content in the cache's place is ignored (never shown), and the next listing
+        # writes the file again.
+        cache.write_text('{"format": 1, "servers": {"lab": {"identity": "x", "seen_at": "", "tools": [], "digest": ""}}}')
+        text = run(next_session())
+        assert "no tools" in text and "Last seen" not in text

@@ -48,6 +48,9 @@ class FakeServer:
     def tools(self) -> tuple[Tool, ...]:
         return self._tools
 
+    def last_seen(self) -> None:
+        return None
+
     def bind(self, on_tools_changed, on_problem) -> None:
         self._changed = on_tools_changed
 
