@@ -4,7 +4,7 @@ acts instead of showing itself.
 Session files hold model, tool and MCP-server text. Before any format escapes it, every string
 loses its escape sequences, control characters and bidi controls (`printable`, newlines and tabs
 kept), and then every run of an API key of the catalog's routes found in the environment is
-replaced with `[redacted]` (`app.llm.redact`): stripping comes first so a key split by an escape
+replaced with `[redacted]` (`app.redaction`): stripping comes first so a key split by an escape
 sequence is still found. A value too short or too common to be a secret (`is_secret`: `k`,
 `EMPTY`, `ollama`) is not looked for, so it changes nothing. The JSON export is data and keeps
 every character: only the keys go, and the characters that act are written as escapes
@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from app.llm.redact import is_secret, redact
+from app.redaction import is_secret, redact
 from app.llm.routes import Route
 from app.terminal import json_text, printable, printable_line
 

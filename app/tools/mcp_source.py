@@ -73,6 +73,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.message import SessionMessage
 
 from app import __version__
+from app.redaction import redact
 from app.tools.seen_tools import SeenTools, SeenToolsStore, server_identity
 from app.tools.source_state import ProblemKind, ServerState, ServerStatus, SourceProblem
 from app.tools.tool import Tool, ToolContext, ToolErrorCode, ToolFailure
@@ -497,8 +498,9 @@ class McpServerSource:
         return _describe(exc, self.spec.target)
 
     def _redacted(self, text: str) -> str:
-        """`text` without the bearer token, whatever library wrote it (a guard, docs/security.md)."""
-        return text.replace(self._token, "[redacted]") if self._token else text
+        """`text` without any run of the bearer token, whatever library wrote it and however it is
+        split (a guard, docs/security.md; a token too short to be a secret changes nothing)."""
+        return redact(text, self._token) if self._token else text
 
     # --- calls
 

@@ -25,7 +25,7 @@ import pytest
 
 from app import cli
 from app.agent.notices import tool_change_notice
-from app.llm.redact import REDACTED
+from app.redaction import REDACTED
 from tests.functional.e2e.harness import (
     KEY_ENV,
     RouteSpec,

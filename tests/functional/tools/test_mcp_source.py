@@ -351,6 +351,18 @@ def test_property_a_refused_token_never_reaches_a_problem(guarded_server_url, to
     assert "HTTP 401" in message and token not in message
 
 
+async def test_a_server_quoting_the_accepted_token_split_across_lines_never_shows_a_run_of_it(monkeypatch):
+    """The reason is the server's own text here: redacted as the API key is, not by exact match."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    with http_tools_server(TOKEN, "--quote-accepted-token") as url:
+        registry = ToolRegistry(mcp_servers=[McpServerSource(http_spec(url), timeouts=FAST)])
+        async with registry:
+            pass
+    (message,) = (problem.message() for problem in registry.problems())
+    assert message.startswith("MCP server “demo” could not start. unauthorized: Bearer") and "[redacted]" in message
+    assert not any(TOKEN[start : start + 12] in "".join(message.split()) for start in range(len(TOKEN) - 11))
+
+
 @pytest.mark.slow(seconds=12)
 async def test_an_unreachable_or_silent_http_server_is_a_problem_in_words(monkeypatch):
     """The silent one costs about 10 s whatever the timeout: the SDK gives each of its two timed-out

@@ -22,7 +22,8 @@ With `--no-listen`, a 2026-07-28 session has no `subscriptions/listen` ("method 
 With `--legacy`, `server/discover` advertises no 2026 revision, so clients fall back to `initialize`.
 With `--http`, the server speaks Streamable HTTP at `http://127.0.0.1:PORT/mcp` (uvicorn, a free
 port, printed as the first line of stdout); with `--token T` every request without
-`Authorization: Bearer T` is answered 401.
+`Authorization: Bearer T` is answered 401; with `--quote-accepted-token` as well, every request is
+`tools/list` is refused with a JSON-RPC error quoting the right token split across lines.
 """
 
 from __future__ import annotations
@@ -144,41 +145,60 @@ def speak_legacy_only(server: MCPServer) -> None:
     runner._has_modern_envelope = lambda params: False
 
 
-def requiring_token(app, token: str):  # noqa: ANN001, ANN201
+def requiring_token(app, token: str, *, quote_accepted: bool = False):  # noqa: ANN001, ANN201
     """An ASGI app answering 401 to any HTTP request without `Authorization: Bearer <token>`; the
-    answer is a JSON-RPC error quoting the header it got, as a careless server might."""
+    answer is a JSON-RPC error quoting the header it got, as a careless server might. With
+    `quote_accepted`, `tools/list` with the right token is answered with a JSON-RPC error quoting
+    it cut in pieces of 6 across lines (so no whole run of it is in the text)."""
     expected = f"Bearer {token}".encode()
 
     async def guarded(scope, receive, send) -> None:  # noqa: ANN001
-        got = dict(scope["headers"]).get(b"authorization", b"") if scope["type"] == "http" else expected
-        if got != expected:
-            request = b""
-            while (message := await receive())["type"] == "http.request":
-                request += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
-            try:
-                request_id = json.loads(request).get("id")
-            except ValueError:
-                request_id = None
-            error = {"code": -32001, "message": f"unauthorized: {got.decode('latin-1')}"}
-            body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 401, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+        if scope["type"] != "http":
+            await app(scope, receive, send)
             return
-        await app(scope, receive, send)
+        got = dict(scope["headers"]).get(b"authorization", b"")
+        messages, request = [], b""
+        while (message := await receive())["type"] == "http.request":
+            messages.append(message)
+            request += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            parsed = json.loads(request)
+            request_id, method = parsed.get("id"), parsed.get("method")
+        except (ValueError, AttributeError):
+            request_id = method = None
+        if got != expected:
+            await refuse(send, 401, -32001, request_id, got.decode("latin-1"))
+        elif quote_accepted and method == "tools/list":
+            quoted = got.decode("latin-1")
+            await refuse(send, 200, -32603, request_id, "\n".join(quoted[at : at + 6] for at in range(0, len(quoted), 6)))
+        else:
+            replay = iter(messages)
+
+            async def replayed():  # noqa: ANN202
+                return next(replay, None) or await receive()
+
+            await app(scope, replayed, send)
 
     return guarded
 
 
-def serve_http(server: MCPServer, token: str | None) -> None:
+async def refuse(send, status: int, code: int, request_id, quoted: str) -> None:  # noqa: ANN001
+    error = {"code": code, "message": f"unauthorized: {quoted}"}
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def serve_http(server: MCPServer, token: str | None, *, quote_accepted: bool = False) -> None:
     app = server.streamable_http_app()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)  # before the port is told: a client connecting early waits in the backlog
     print(listener.getsockname()[1], flush=True)
-    config = uvicorn.Config(requiring_token(app, token) if token else app, log_level="critical", lifespan="on")
+    config = uvicorn.Config(requiring_token(app, token, quote_accepted=quote_accepted) if token else app, log_level="critical", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
 
 
@@ -190,6 +210,7 @@ if __name__ == "__main__":
     parser.add_argument("--no-listen", action="store_true")
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--token")
+    parser.add_argument("--quote-accepted-token", action="store_true")
     options = parser.parse_args()
     built = build(options.relist_delay, options.reorder)
     if options.legacy:
@@ -197,6 +218,6 @@ if __name__ == "__main__":
     if options.no_listen:
         del built._lowlevel_server._request_handlers["subscriptions/listen"]
     if options.http:
-        serve_http(built, options.token)
+        serve_http(built, options.token, quote_accepted=options.quote_accepted_token)
         sys.exit(0)
     built.run()

@@ -16,18 +16,10 @@ from hypothesis import strategies as st
 from app.export.scrub import Scrubber
 from app.llm import redact as redact_module
 from app.llm.errors import AUTH, Failure
-from app.llm.redact import (
-    FRAGMENT,
-    MIN_SECRET_LENGTH,
-    MIN_SECRET_VARIETY,
-    REDACTED,
-    KeyRedactor,
-    is_secret,
-    redact,
-    redact_message,
-)
+from app.llm.redact import KeyRedactor, redact_message
 from app.llm.routes import Route
 from app.llm.stream import BlockDelta, BlockEnd, BlockStart, Finish, StreamEvent
+from app.redaction import FRAGMENT, MIN_SECRET_LENGTH, MIN_SECRET_VARIETY, REDACTED, is_secret, redact
 from tests.functional.e2e.harness import KEY as E2E_KEY
 from tests.functional.test_export import KEY as EXPORT_KEY
 
