@@ -40,7 +40,7 @@ from app.session.events import (
 from app.session.store import SessionStore
 from app.terminal import PrintableStream, json_text, write_line
 from app.tools.approval import AutoApprover
-from app.tools.source_state import SourceProblem
+from app.tools.source_state import ServerState, SourceProblem, connected_line
 
 
 class HeadlessListener(AgentListener):
@@ -167,6 +167,9 @@ async def run_turn(
             listener.problem(source_problem)
         registry.on_problem(listener.problem)
         async with registry:
+            for status in registry.mcp_servers():
+                if status.state is ServerState.RUNNING:
+                    listener.note(connected_line(status))
             agent = Agent(
                 writer,
                 registry,

@@ -106,6 +106,10 @@ class SourceProblem:
         return f"{text} {self.detail}" if self.detail else text
 
 
+TRANSPORT_NAMES = {"stdio": "stdio", "http": "HTTP"}
+"""How a server's transport is named to the user (protocol names, not translated)."""
+
+
 class ServerState(StrEnum):
     STOPPED = "stopped"
     STARTING = "starting"
@@ -123,6 +127,22 @@ class ServerStatus:
     """"stdio" or "http"."""
     revision: str = ""
     """The MCP protocol revision of the running session (e.g. "2026-07-28"), "" when none."""
+
+
+def connected_line(status: ServerStatus) -> str:
+    """What `toolscope run` says of a server once it listed its tools."""
+    count = len(status.tool_names)
+    # TRANSLATORS: {transport} is "stdio" or "HTTP"; {revision} an MCP date, e.g. 2026-07-28.
+    return ngettext(
+        "MCP server “{name}”: {count} tool, {transport}, revision {revision}.",
+        "MCP server “{name}”: {count} tools, {transport}, revision {revision}.",
+        count,
+    ).format(
+        name=status.name,
+        count=count,
+        transport=TRANSPORT_NAMES.get(status.transport, status.transport),
+        revision=status.revision,
+    )
 
 
 class ManagedSource(Protocol):

@@ -46,13 +46,11 @@ from app.paths import data_home
 from app.session.events import ToolDefinition
 from app.terminal import printable
 from app.tools.registry import ToolRegistry, ToolSwitches
-from app.tools.source_state import ProblemKind, ServerState, SourceProblem
+from app.tools.source_state import TRANSPORT_NAMES, ProblemKind, ServerState, SourceProblem
 from app.ui.screens.modal import ClosableModal
 from app.ui.text import literal, literal_text
 
 ACTIVE_SERVER_STATES = (ServerState.STARTING, ServerState.RUNNING, ServerState.RESTARTING)
-TRANSPORT_NAMES = {"stdio": "stdio", "http": "HTTP"}
-"""How a server's transport is named on screen (protocol names, not translated)."""
 
 
 class SourceKind(StrEnum):

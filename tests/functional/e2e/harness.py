@@ -139,13 +139,20 @@ class Workbench:
         return self.home / "sessions"
 
     def write_config(
-        self, base_url: str, routes: list[RouteSpec], *, mcp_relist_delay: float | None = None, mcp_server: str = "lab"
+        self,
+        base_url: str,
+        routes: list[RouteSpec],
+        *,
+        mcp_relist_delay: float | None = None,
+        mcp_server: str = "lab",
+        mcp_args: tuple[str, ...] = (),
     ) -> None:
         """Routes to the loopback server (the first is the default) and, optionally, the MCP
-        `tools_server.py` as server `mcp_server` (its tools are `<mcp_server>__<tool>`)."""
+        `tools_server.py` as server `mcp_server` (its tools are `<mcp_server>__<tool>`), run with
+        `mcp_args` too (`--legacy`)."""
         lines = ["[defaults]", f"route = {json.dumps(routes[0].id)}", ""]
         if mcp_relist_delay is not None:
-            args = [str(TOOLS_SERVER), "--relist-delay", str(mcp_relist_delay)]
+            args = [str(TOOLS_SERVER), "--relist-delay", str(mcp_relist_delay), *mcp_args]
             table = f"[mcp.servers.{json.dumps(mcp_server)}]"
             lines += [table, f"command = {json.dumps(sys.executable)}", f"args = {json.dumps(args)}", ""]
         for route in routes:

@@ -46,10 +46,11 @@ when the swap call returns: a loop that did not settle would send the old tools 
 pytestmark = pytest.mark.usefixtures("english")
 
 
-TRANSPORTS = {
-    "stdio": None,
-    "http": (),  # 2026-07-28: the change comes through subscriptions/listen
-    "http-legacy": ("--legacy",),  # 2025-11-25: the change comes as a notification
+TRANSPORTS = {  # name: (over HTTP, the server's arguments)
+    "stdio": (False, ()),  # 2026-07-28: the change comes through subscriptions/listen
+    "stdio-legacy": (False, ("--legacy",)),  # 2025-11-25: the change comes as a notification
+    "http": (True, ()),
+    "http-legacy": (True, ("--legacy",)),
 }
 TOKEN_ENV = "LAB_MCP_TOKEN"
 TOKEN = "e2e-lab-token-5f1c"
@@ -65,9 +66,9 @@ async def swap_then_call_the_removed_tool(
     )
     prompt = ("--route", route.id, "Swap the lab tools, then echo a word.")
     async with SSEServer(*replies) as server:
-        server_args = TRANSPORTS[transport]
-        if server_args is None:
-            bench.write_config(server.base_url, list(ROUTES.values()), mcp_relist_delay=RELIST_DELAY)
+        over_http, server_args = TRANSPORTS[transport]
+        if not over_http:
+            bench.write_config(server.base_url, list(ROUTES.values()), mcp_relist_delay=RELIST_DELAY, mcp_args=server_args)
             return await toolscope_run(bench, *prompt), server
         with http_tools_server(TOKEN, "--relist-delay", str(RELIST_DELAY), *server_args) as url:
             bench.write_config(server.base_url, list(ROUTES.values()))
@@ -100,7 +101,11 @@ def message_calling(events: tuple[Event, ...], call_id: str) -> Event:
     ("transport", "mode"),
     [
         *(("stdio", mode) for mode in ROUTES),
-        *((transport, mode) for transport in ("http", "http-legacy") for mode in ("addition-only", "in-history")),
+        *(
+            (transport, mode)
+            for transport in ("stdio-legacy", "http", "http-legacy")
+            for mode in ("addition-only", "in-history")
+        ),
     ],
 )
 def test_a_swap_during_a_call_is_logged_once_and_sent_in_the_next_request(
@@ -132,7 +137,11 @@ def test_a_swap_during_a_call_is_logged_once_and_sent_in_the_next_request(
     assert [len(of_type(events, kind)) for kind in ("assistant/message", "agent/request-error")] == [3, 0]
     assert of_type(events, "turn/end")[-1].data.reason == "completed"
 
-    # stderr carries the notice exactly as the chat words it.
+    # stderr carries the notice exactly as the chat words it, after the server's revision.
+    over_http, server_args = TRANSPORTS[transport]
+    revision = "2025-11-25" if "--legacy" in server_args else "2026-07-28"
+    connected = f"MCP server “lab”: 8 tools, {'HTTP' if over_http else 'stdio'}, revision {revision}."
+    assert connected in result.stderr
     assert "\n".join(tool_change_notice(update.data).lines()) in result.stderr
 
     # The wire: the first request knows nothing of the change; the second carries it per route.
