@@ -141,6 +141,7 @@ class SourcePanel(Vertical):
         super().__init__(id=f"source-{index}", classes=f"source source-{kind}")
         self.kind = kind
         self.source_name = name
+        self._shown: SourceView | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="source-header"):
@@ -153,28 +154,39 @@ class SourcePanel(Vertical):
         yield Static(classes="source-tools")
 
     def show(self, view: SourceView) -> None:
-        switch = self.query_one(SourceSwitch)
-        switch.label = literal_text(view.title)
-        with switch.prevent(Checkbox.Changed):
-            switch.value = view.switched_on
-        switch.disabled = not view.switchable
-        self.set_class(not view.switched_on, "-off")
-        self.set_class(view.failing, "-failing")
-        self.query_one(".source-state", Static).update(literal_text(view.kind_and_state))
-        against_config = self.query_one(".source-config", Static)
-        against_config.display = bool(view.against_config)
-        against_config.update(literal_text(view.against_config))
-        reasons = self.query_one(".source-reasons", Static)
-        reasons.display = bool(view.reasons)
-        reasons.update(literal_text("\n".join(view.reasons)))
-        description = self.query_one(".source-description", Static)
-        description.display = bool(view.description)
-        description.update(literal_text(view.description))
-        seen = self.query_one(".source-seen", Static)
-        seen.display = bool(view.last_seen)
-        seen.update(literal_text(view.last_seen))
-        self.set_class(bool(view.last_seen), "-last-seen")
-        self.query_one(".source-tools", Static).update(_tool_lines(view.tools))
+        """Update what differs from the view shown last (docs/decisions.md: a tool change then
+        redraws one panel's tool lines, not every panel)."""
+        before, self._shown = self._shown, view
+
+        def changed(field: str) -> bool:
+            return before is None or getattr(before, field) != getattr(view, field)
+
+        if changed("title") or changed("switched_on") or changed("switchable"):
+            switch = self.query_one(SourceSwitch)
+            switch.label = literal_text(view.title)
+            with switch.prevent(Checkbox.Changed):
+                switch.value = view.switched_on
+            switch.disabled = not view.switchable
+            self.set_class(not view.switched_on, "-off")
+        if changed("failing"):
+            self.set_class(view.failing, "-failing")
+        if changed("kind_and_state"):
+            self.query_one(".source-state", Static).update(literal_text(view.kind_and_state))
+        lines = (
+            ("against_config", ".source-config", view.against_config),
+            ("reasons", ".source-reasons", "\n".join(view.reasons)),
+            ("description", ".source-description", view.description),
+            ("last_seen", ".source-seen", view.last_seen),
+        )
+        for field, selector, text in lines:
+            if changed(field):
+                line = self.query_one(selector, Static)
+                line.display = bool(text)
+                line.update(literal_text(text))
+        if changed("last_seen"):
+            self.set_class(bool(view.last_seen), "-last-seen")
+        if changed("tools"):
+            self.query_one(".source-tools", Static).update(_tool_lines(view.tools))
 
 
 def _tool_lines(tools: tuple[ToolDefinition, ...]) -> Text:
