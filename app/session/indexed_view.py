@@ -167,8 +167,22 @@ class Cursor:
             header_seq=self.header_seq,
             history=self.history.copy(),
             window=WindowBase(load) if pinned or start < stop else None,
+            step_started_at=_open_step_start(chain, stop),
         )
 
+
+def _open_step_start(chain: Chain, stop: int) -> int | None:
+    """When the step open before `stop` started (one line read), or None between steps."""
+    types = chain.types
+    started = types.rfind(_STEP_START, 0, stop)
+    if started < 0 or types.rfind(_STEP_END, 0, stop) > started:
+        return None
+    (event,) = chain.decoded([started])
+    return event.time
+
+
+_STEP_START = bytes([TYPE_CODES["step/start"]])
+_STEP_END = bytes([TYPE_CODES["step/end"]])
 
 ITERATION_RUN = 256
 """Elements a LazyList builds at a time while it is iterated."""

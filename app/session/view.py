@@ -114,6 +114,10 @@ class ModelRequest:
     history: ToolHistory
     outcome: AssistantItem | RequestErrorItem
     messages: MessageWindow = field(repr=False)
+    answered_at: int = 0
+    """When the answer (or the failure) was logged, in ms since the epoch."""
+    started_at: int | None = None
+    """When its step started (the request went out right after), in ms; None outside a step."""
 
     @property
     def failed(self) -> bool:
@@ -131,6 +135,8 @@ class ModelRequest:
             self.history,
             self.outcome,
             tuple(self.messages),
+            self.answered_at,
+            self.started_at,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -178,10 +184,11 @@ class Turn:
 class FoldSeed:
     """The fold's state before `next_seq`, for a view that starts there instead of at seq 0: the
     requests made so far, the header in force, the tool-history reducer (owned by the view from
-    now on) and the message window, known by reference until it is read. Handed from the indexed
+    now on), the message window, known by reference until it is read, and when the step open
+    there started. Handed from the indexed
     reader to `SessionView.seeded` only: a plain class (docs/decisions.md, *Plain classes*)."""
 
-    __slots__ = ("next_seq", "requests", "header", "header_seq", "history", "window")
+    __slots__ = ("next_seq", "requests", "header", "header_seq", "history", "window", "step_started_at")
 
     def __init__(
         self,
@@ -192,6 +199,7 @@ class FoldSeed:
         header_seq: int | None,
         history: ToolHistoryReducer,
         window: WindowBase | None,
+        step_started_at: int | None,
     ) -> None:
         self.next_seq = next_seq
         self.requests = requests
@@ -199,6 +207,7 @@ class FoldSeed:
         self.header_seq = header_seq
         self.history = history
         self.window = window
+        self.step_started_at = step_started_at
 
 
 class SessionView:
@@ -222,6 +231,8 @@ class SessionView:
         self._history = ToolHistoryReducer()
         self._header: events.RequestHeaderData | None = None
         self._header_seq: int | None = None
+        self._step_started_at: int | None = None
+        """When the step now open started (its step/start's time); None between steps."""
 
     @classmethod
     def seeded(cls, header: events.SessionHeader, seed: FoldSeed) -> SessionView:
@@ -232,6 +243,7 @@ class SessionView:
         view._history = seed.history
         view._header = seed.header
         view._header_seq = seed.header_seq
+        view._step_started_at = seed.step_started_at
         return view
 
     @property
@@ -261,7 +273,7 @@ class SessionView:
             _BOUNDARIES[event.type](self, event)
         else:
             if isinstance(item, (AssistantItem, RequestErrorItem)):
-                self._request(item)
+                self._request(item, event.time)
             if isinstance(item, HeaderItem):
                 self._header, self._header_seq = item.header, item.seq
             self._add(item)
@@ -289,8 +301,10 @@ class SessionView:
         turn = self.open_turn
         if turn is not None:
             turn.steps.append(Step(turn=event.data.turn, number=event.data.step, seq=event.seq))
+        self._step_started_at = event.time
 
     def _step_end(self, event: events.StepEnd) -> None:
+        self._step_started_at = None
         step = self.open_step
         if step is not None:
             step.end_seq = event.seq
@@ -307,8 +321,9 @@ class SessionView:
         if turn is not None:
             turn.items.append(item)
 
-    def _request(self, outcome: AssistantItem | RequestErrorItem) -> None:
+    def _request(self, outcome: AssistantItem | RequestErrorItem, time: int) -> None:
         self._request_count += 1
+        step = self.open_step
         request = ModelRequest(
             index=self._request_count,
             seq=outcome.seq,
@@ -320,9 +335,10 @@ class SessionView:
             history=self._history.snapshot(),
             outcome=outcome,
             messages=self.messages,
+            answered_at=time,
+            started_at=self._step_started_at,
         )
         self.requests.append(request)
-        step = self.open_step
         if step is not None:
             step.requests.append(request)
             self.turns[-1].requests.append(request)
