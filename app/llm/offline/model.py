@@ -111,7 +111,9 @@ def plan_reply(body: dict[str, Any], *, beta: bool) -> Reply:
 def render_prompt(body: dict[str, Any], tools: _Tools) -> str:
     """The cacheable prefix as a provider renders it: non-deferred tools, then the messages."""
     shown = [tools.declared[name] for name in tools.declared if name in _non_deferred(body)]
-    return json.dumps({"tools": shown, "messages": body.get("messages") or []}, sort_keys=True)
+    # A list, so the tools come first whatever the keys' order: a tool change breaks the messages'
+    # cache, as at every provider.
+    return json.dumps([shown, body.get("messages") or []], sort_keys=True)
 
 
 def _non_deferred(body: dict[str, Any]) -> set[str]:

@@ -221,6 +221,16 @@ async def test_transport_reports_cache_hits_for_a_kept_prefix():
 
 
 @pytest.mark.anyio
+async def test_a_tool_declared_up_front_breaks_the_cache_of_every_message_after_the_tools():
+    transport = OfflineTransport(BETA, delay=0)
+    messages = [{"role": "user", "content": "hello there, " * 40}]
+    await _post(transport, {"tools": [function("read_file")], "messages": messages})
+    response = await _post(transport, {"tools": [function("read_file"), function("grep")], "messages": messages})
+    usage = [json.loads(l[6:]) for l in response.text.split("\n") if l.startswith("data: {")][-1]["usage"]
+    assert 0 < usage["prompt_cache_hit_tokens"] < usage["prompt_tokens"] // 4
+
+
+@pytest.mark.anyio
 async def test_transport_refuses_bad_requests_like_a_provider():
     transport = OfflineTransport(BETA, delay=0)
     body = {"tools": [function("read_file", defer=True)], "messages": [blocks(("tool_addition", "read_file"))]}
