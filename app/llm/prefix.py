@@ -8,6 +8,7 @@ would be) sent, whatever the projection did.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,3 +97,33 @@ def _messages_difference(
 
 def _broken(*tokens: str | int) -> PrefixResult:
     return PrefixResult(kept=False, first_difference=json_pointer(*tokens))
+
+
+def render_for_cache(body: dict[str, Any], dialect: Dialect) -> str:
+    """The body as a provider renders it for its prompt cache, as text: the tools declared up front,
+    then (Anthropic) the top system text, then the messages (the chat wire keeps its system text as
+    the first message). Its length estimates the tokens a request sends; the common start of two
+    requests' renderings, the part a cache serves (the offline model's simulated cache and the
+    report's cache diagnostic)."""
+    anthropic = dialect == "anthropic-messages"
+    tools = [
+        entry if anthropic else entry.get("function", entry)
+        for entry in body.get("tools") or ()
+        if not entry.get("defer_loading")
+    ]
+    messages = body.get("messages") or []
+    parts = [tools, body.get("system"), messages] if anthropic else [tools, messages]
+    return json.dumps(parts, sort_keys=True)
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """How many characters `a` and `b` share at their start (a binary search on slice equality:
+    C-speed comparisons instead of a Python loop per character)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

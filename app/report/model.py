@@ -24,6 +24,7 @@ from app.llm.dispatch import build_wire
 from app.llm.prefix import PrefixResult, prefix_kept
 from app.llm.projection import ProjectedRequest, project_request
 from app.llm.routes import Route
+from app.report.cache import CacheDiagnostic, diagnose
 from app.session.events import ToolDefinition
 from app.session.view import ModelRequest
 
@@ -38,6 +39,8 @@ class RouteReport:
     prefix: PrefixResult
     previous_body: dict[str, Any] | None = None
     """The previous request's body on this route (None: first request, or it was not sendable)."""
+    cache: CacheDiagnostic | None = None
+    """Whether the route's prompt cache serves the request, and why not (None: never sendable)."""
 
     @property
     def blocks(self) -> list[tuple[Any, int | None]]:
@@ -190,9 +193,9 @@ def iter_reports(
         route_reports = []
         for route in routes:
             if route.id in previous:
-                report = _route_report(request, route, previous[route.id])
+                report = _route_report(request, route, previous[route.id], earlier)
             else:
-                report = _route_report(request, route, None, first=True)
+                report = _route_report(request, route, None, None, first=True)
             previous[route.id] = report.wire
             route_reports.append(report)
         if only is None or request.index == only:
@@ -229,9 +232,15 @@ def _tools(request: ModelRequest) -> dict[str, ToolDefinition]:
 
 
 def _route_report(
-    request: ModelRequest, route: Route, previous: WireRequest | None, *, first: bool = False
+    request: ModelRequest,
+    route: Route,
+    previous: WireRequest | None,
+    earlier: ModelRequest | None,
+    *,
+    first: bool = False,
 ) -> RouteReport:
-    """`previous` is the previous request's body on `route`; None when it could not be built."""
+    """`previous` is the previous request's body on `route` (None when it could not be built),
+    `earlier` the previous request."""
     projected = project_request(request, route)
     config = request.header.config if request.header is not None else {}
     try:
@@ -246,7 +255,17 @@ def _route_report(
     else:
         prefix = prefix_kept(previous.body, wire.body, route.dialect)
     previous_body = previous.body if previous is not None else None
-    return RouteReport(route, projected, wire, None, prefix, previous_body)
+    cache = diagnose(
+        body=wire.body,
+        previous_body=previous_body,
+        prefix=prefix,
+        dialect=route.dialect,
+        request=request,
+        previous=earlier,
+        ran_here=request.route == route.id,
+        ttl_seconds=route.cache_ttl,
+    )
+    return RouteReport(route, projected, wire, None, prefix, previous_body, cache)
 
 
 def _pretty(body: dict[str, Any]) -> list[str]:

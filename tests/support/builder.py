@@ -50,9 +50,11 @@ class LogBuilder:
         self.sequence = 0
         self.last_header: RequestHeaderData | None = None
         self._ids = 0
+        self._waited_ms = 0
 
     def emit(self, type_: str, data: Any) -> Envelope:
-        event = make_event(type_, self.next_seq, 1_700_000_000_000 + self.next_seq, data)
+        """An event 1 ms after the one before (plus any `wait`)."""
+        event = make_event(type_, self.next_seq, 1_700_000_000_000 + self.next_seq + self._waited_ms, data)
         self.events.append(event)
         self.next_seq += 1
         return event
@@ -60,6 +62,10 @@ class LogBuilder:
     def _id(self, prefix: str) -> str:
         self._ids += 1
         return f"{prefix}{self._ids}"
+
+    def wait(self, seconds: float) -> None:
+        """The next event comes `seconds` later than it would."""
+        self._waited_ms += round(seconds * 1000)
 
     # --- structure --------------------------------------------------------------------------------
 

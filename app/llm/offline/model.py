@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.llm.prefix import render_for_cache
 from app.untrusted_json import loads
 
 _NEXT_REQUEST = r"(?:\s*[,;]\s*|\s+)(?:(?:and\s+)?then\s+|and\s+)?(?:use|call|run)\s"
@@ -97,7 +98,7 @@ def plan_reply(body: dict[str, Any], *, beta: bool) -> Reply:
     """
     tools = available_tools(body, beta=beta)
     conversation = [m for m in body.get("messages") or [] if m.get("role") in ("user", "assistant", "tool")]
-    prompt_text = render_prompt(body, tools)
+    prompt_text = render_for_cache(body, "offline")
     if not conversation:
         return Reply(reasoning="", text=_greeting(tools), prompt_text=prompt_text)
     last = conversation[-1]
@@ -106,22 +107,6 @@ def plan_reply(body: dict[str, Any], *, beta: bool) -> Reply:
     if last.get("role") != "user":
         return Reply(reasoning="", text=_greeting(tools), prompt_text=prompt_text)
     return _answer_user(_text_of(last), tools, len(conversation), prompt_text)
-
-
-def render_prompt(body: dict[str, Any], tools: _Tools) -> str:
-    """The cacheable prefix as a provider renders it: non-deferred tools, then the messages."""
-    shown = [tools.declared[name] for name in tools.declared if name in _non_deferred(body)]
-    # A list, so the tools come first whatever the keys' order: a tool change breaks the messages'
-    # cache, as at every provider.
-    return json.dumps([shown, body.get("messages") or []], sort_keys=True)
-
-
-def _non_deferred(body: dict[str, Any]) -> set[str]:
-    return {
-        (entry.get("function") or {}).get("name")
-        for entry in body.get("tools") or []
-        if not entry.get("defer_loading")
-    }
 
 
 def _answer_user(text: str, tools: _Tools, position: int, prompt_text: str) -> Reply:

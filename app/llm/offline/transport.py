@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from app.llm.offline.model import OfflineRequestError, Reply, plan_reply
+from app.llm.prefix import common_prefix_length
 
 MODEL_NAME = "offline-demo"
 _CHARS_PER_TOKEN = 4
@@ -67,7 +68,7 @@ class OfflineTransport(httpx.AsyncBaseTransport):
             reply = plan_reply(body, beta=beta)
         except OfflineRequestError as refusal:
             return _error(400, str(refusal))
-        cached = _common_prefix(self._previous_prompt, reply.prompt_text)
+        cached = common_prefix_length(self._previous_prompt, reply.prompt_text)
         self._previous_prompt = reply.prompt_text
         chunks = _sse(reply, cached_chars=cached)
         return httpx.Response(
@@ -83,19 +84,6 @@ def _error(status: int, message: str) -> httpx.Response:
         status,
         json={"error": {"message": message, "type": "invalid_request_error"}},
     )
-
-
-def _common_prefix(a: str, b: str) -> int:
-    limit = min(len(a), len(b))
-    low, high = 0, limit
-    # Binary search on slice equality: C-speed comparisons instead of a Python loop per character.
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _pieces(text: str, size: int = 12) -> list[str]:

@@ -1,0 +1,231 @@
+"""Would a route's prompt cache serve a request, and if not, why: the cache diagnostic of the
+report model (DESIGN §14). Computed once per request and route, from the bodies the report already
+built; every view words it (`app.report.wording`).
+
+`kept` is the prefix checker's answer (`app.llm.prefix`): the request's body extends the previous
+one on the route. A request is served from cache when its prefix is kept, the route's cache was
+used last on this very route and model, and no longer ago than the route's TTL. Otherwise `cause`
+names the first reason, in this order:
+
+1. `initial` — nothing was sent on the route before (the first request, or the previous body
+   could not be sent): the cache is written, not read.
+2. `route-switched` — the route that ran this request is not the one that ran the previous one:
+   its cache holds nothing of the previous request.
+3. When the prefix is broken: `history-rewritten` for a compaction (a new sequence that starts with
+   a summary), `new-sequence` for an explicit one (`/new-sequence`); else by where the bodies first
+   differ: in the up-front tools, `deferred-tool-loaded` when a tool the previous body deferred is
+   now declared up front, else `tools-changed` (added, removed, redefined or only reordered, with the
+   tools named); at the top system text, `system-changed`; in the messages, `history-rewritten`
+   (a message edited or dropped).
+4. `cache-expired` — the prefix is kept, but the gap since the previous request's answer is longer
+   than the route's cache TTL.
+
+Tokens are estimated from the body as the provider renders it for its cache — the up-front tools,
+the top system text, the messages, as compact JSON — at 4 characters a token (calibrated per
+session against the usage the route that ran recorded; see docs/cost.md). The part served from
+cache is the common start of that rendering with the previous request's, when the cache was there
+to serve it; the rest is sent uncached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from app.llm.prefix import PrefixResult, common_prefix_length, render_for_cache
+from app.llm.routes import Dialect
+from app.session.view import ModelRequest
+from app.session.view_items import SummaryItem
+
+CHARS_PER_TOKEN = 4
+
+
+class CacheCause(StrEnum):
+    """Why a request is not served from a route's cache: stable ids for scripts (`--json`)."""
+
+    INITIAL = "initial"
+    ROUTE_SWITCHED = "route-switched"
+    NEW_SEQUENCE = "new-sequence"
+    TOOLS_CHANGED = "tools-changed"
+    DEFERRED_TOOL_LOADED = "deferred-tool-loaded"
+    SYSTEM_CHANGED = "system-changed"
+    HISTORY_REWRITTEN = "history-rewritten"
+    CACHE_EXPIRED = "cache-expired"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsDifference:
+    """How the tools rendered up front differ from the previous body's, by name."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    redefined: tuple[str, ...] = ()
+    reordered: bool = False
+    """The same tools, defined the same, in another order."""
+    loaded: tuple[str, ...] = ()
+    """Deferred in the previous body, up front now."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEstimate:
+    input: int
+    cached: int
+
+    @property
+    def uncached(self) -> int:
+        return self.input - self.cached
+
+
+@dataclass(frozen=True, slots=True)
+class CacheDiagnostic:
+    kept: bool
+    """The prefix checker's answer (the body extends the previous one on the route)."""
+    cause: CacheCause | None
+    """None: served from the route's cache."""
+    pointer: str | None
+    """Where the bodies first differ (a JSON pointer), when the prefix is broken."""
+    tools: ToolsDifference | None
+    """For `tools-changed` and `deferred-tool-loaded`: which tools."""
+    compaction: bool
+    """For `history-rewritten`: a compaction rewrote it (else a message was edited or dropped)."""
+    gap_ms: int | None
+    """Since the previous request's answer (None for the first request)."""
+    tokens: TokenEstimate
+
+    @property
+    def hit(self) -> bool:
+        return self.cause is None
+
+
+def diagnose(
+    *,
+    body: dict[str, Any],
+    previous_body: dict[str, Any] | None,
+    prefix: PrefixResult,
+    dialect: Dialect,
+    request: ModelRequest,
+    previous: ModelRequest | None,
+    ran_here: bool,
+    ttl_seconds: float,
+) -> CacheDiagnostic:
+    """The diagnostic of `request` on one route (see the module doc). `previous_body` is the
+    previous request's body on the route (None: none was sendable); `ran_here` says whether this
+    route is the one that ran `request`."""
+    rendered = render_for_cache(body, dialect)
+    gap = _gap_ms(previous, request)
+    if previous_body is None or previous is None:
+        return _diagnostic(prefix, CacheCause.INITIAL, gap, rendered)
+    if ran_here and (previous.route, _model(previous)) != (request.route, _model(request)):
+        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered)
+    before = render_for_cache(previous_body, dialect)
+    if not prefix.kept:
+        cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
+        return _diagnostic(prefix, cause, gap, rendered, before, tools=tools, compaction=compaction)
+    if gap is not None and gap > ttl_seconds * 1000:
+        return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered)
+    return _diagnostic(prefix, None, gap, rendered, before)
+
+
+def estimated_tokens(characters: int) -> int:
+    return characters // CHARS_PER_TOKEN
+
+
+# --- the parts -------------------------------------------------------------------------------------
+
+
+def _diagnostic(
+    prefix: PrefixResult,
+    cause: CacheCause | None,
+    gap: int | None,
+    rendered: str,
+    before: str | None = None,
+    *,
+    tools: ToolsDifference | None = None,
+    compaction: bool = False,
+) -> CacheDiagnostic:
+    """`before`: the previous rendering when the cache could serve its common start with this one."""
+    cached = common_prefix_length(before, rendered) if before is not None else 0
+    return CacheDiagnostic(
+        kept=prefix.kept,
+        cause=cause,
+        pointer=prefix.first_difference,
+        tools=tools,
+        compaction=compaction,
+        gap_ms=gap,
+        tokens=TokenEstimate(estimated_tokens(len(rendered)), estimated_tokens(cached)),
+    )
+
+
+def _break_cause(
+    body: dict[str, Any],
+    previous_body: dict[str, Any],
+    prefix: PrefixResult,
+    request: ModelRequest,
+    previous: ModelRequest,
+) -> tuple[CacheCause, ToolsDifference | None, bool]:
+    if _sequence(request) != _sequence(previous):
+        if _starts_with_summary(request.messages):
+            return CacheCause.HISTORY_REWRITTEN, None, True
+        return CacheCause.NEW_SEQUENCE, None, False
+    pointer = prefix.first_difference or ""
+    if pointer.startswith("/tools/"):
+        difference = _tools_difference(previous_body, body)
+        cause = CacheCause.DEFERRED_TOOL_LOADED if difference.loaded else CacheCause.TOOLS_CHANGED
+        return cause, difference, False
+    if pointer.startswith("/messages/") and not _is_top_system(pointer, body):
+        return CacheCause.HISTORY_REWRITTEN, None, False
+    return CacheCause.SYSTEM_CHANGED, None, False
+
+
+def _tools_difference(previous_body: dict[str, Any], body: dict[str, Any]) -> ToolsDifference:
+    before = _up_front(previous_body)
+    after = _up_front(body)
+    deferred_before = {_name(entry) for entry in previous_body.get("tools") or () if entry.get("defer_loading")}
+    added = tuple(name for name in after if name not in before)
+    redefined = tuple(name for name in after if name in before and before[name] != after[name])
+    return ToolsDifference(
+        added=tuple(name for name in added if name not in deferred_before),
+        removed=tuple(name for name in before if name not in after),
+        redefined=redefined,
+        reordered=list(before) != list(after) and before.keys() == after.keys() and not redefined,
+        loaded=tuple(name for name in added if name in deferred_before),
+    )
+
+
+def _up_front(body: dict[str, Any]) -> dict[str, Any]:
+    """The tools rendered up front, by name, in order (their definitions without the flag)."""
+    return {_name(entry): entry for entry in body.get("tools") or () if not entry.get("defer_loading")}
+
+
+def _name(entry: dict[str, Any]) -> str:
+    function = entry.get("function")
+    return str((function if isinstance(function, dict) else entry).get("name"))
+
+
+def _is_top_system(pointer: str, body: dict[str, Any]) -> bool:
+    """The chat wire's top system text is its first message, when that is a plain string."""
+    messages = body.get("messages") or []
+    return pointer == "/messages/0" and bool(messages) and messages[0].get("role") == "system" and isinstance(
+        messages[0].get("content"), str
+    )
+
+
+def _sequence(request: ModelRequest) -> int:
+    return request.header.sequence if request.header is not None else 0
+
+
+def _model(request: ModelRequest) -> str:
+    return request.header.model if request.header is not None else ""
+
+
+def _starts_with_summary(messages: Sequence[object]) -> bool:
+    return bool(messages) and isinstance(messages[0], SummaryItem)
+
+
+def _gap_ms(previous: ModelRequest | None, request: ModelRequest) -> int | None:
+    if previous is None:
+        return None
+    sent = request.started_at if request.started_at is not None else request.answered_at
+    return max(sent - previous.answered_at, 0)
