@@ -131,7 +131,7 @@ def _build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from app import __version__
-    from app.commands import chat, export, inspect, routes, run, sessions, view
+    from app.commands import chat, cost, export, inspect, routes, run, sessions, view
     from app.commands.parsing import add_global_options, add_route_and_session
     from app.i18n import _
     from app.terminal import printable
@@ -173,7 +173,7 @@ def _build_parser() -> argparse.ArgumentParser:
     # `toolscope -c` is `toolscope chat -c`: the chat's options work without the command's name.
     add_route_and_session(parser, dest_prefix="chat_")
     subparsers = parser.add_subparsers(title=_("commands"), metavar="COMMAND")
-    for command in (chat, sessions, inspect, run, routes, export, view):  # in the order --help lists them
+    for command in (chat, sessions, inspect, cost, run, routes, export, view):  # in the order --help lists them
         command.add_parser(subparsers)
     return parser
 

@@ -1,9 +1,11 @@
 """How session facts are spelled for people, the same in every front end (the `sessions` table and
-the TUI's session picker): local times, sizes, and why a file could not be read."""
+the TUI's session picker, the status line, `toolscope cost`): local times, sizes, token counts,
+money, and why a file could not be read."""
 
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 from app.i18n import _, ngettext
 from app.session import listing
@@ -17,6 +19,21 @@ def local_time(milliseconds: int) -> str:
 def local_date(milliseconds: int) -> str:
     """`YYYY-MM-DD` in the local time zone, from ms since the epoch."""
     return time.strftime("%Y-%m-%d", time.localtime(milliseconds / 1000))
+
+
+def token_count(count: int) -> str:
+    """`9876`, `12.3k`, `1.2M`: exact while short, three figures after."""
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    return f"{count / 1000:.1f}k" if count >= 10_000 else str(count)
+
+
+def money(amount: Decimal) -> str:
+    """US dollars with the cents a small amount needs: `$12.34`, `$0.0061`, `$0` (prices are USD)."""
+    if not amount:
+        return "$0"
+    places = 2 if amount >= 1 else 4
+    return f"${amount:,.{places}f}"
 
 
 def human_size(size: int) -> str:

@@ -17,11 +17,12 @@ from app.llm.anthropic.adapter import AnthropicAdapter
 from app.llm.anthropic.body import build_messages_request
 from app.llm.deepseek.adapter import DeepSeekAdapter
 from app.llm.deepseek.body import WireRequest, build_chat_request
-from app.llm.offline.transport import OfflineTransport
+from app.llm.offline.transport import OFFLINE_CACHE_FILE, OfflineTransport
 from app.llm.openai_sdk.body import build_openai_request
 from app.llm.projection import ProjectedRequest
 from app.llm.routes import Route
 from app.llm.stream import StreamEvent
+from app.paths import data_home
 from app.session.events import RequestHeaderData
 
 
@@ -77,7 +78,9 @@ def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> Mo
             route.base_url,
             None,
             route.model,
-            transport=OfflineTransport((route.beta_header, route.tool_update_beta)),
+            transport=OfflineTransport(
+                (route.beta_header, route.tool_update_beta), cache_file=data_home() / "cache" / OFFLINE_CACHE_FILE
+            ),
         )
     else:
         adapter = _adapter_class(route)(

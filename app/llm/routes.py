@@ -64,7 +64,7 @@ class Route:
     idle_timeout: float = 120.0
     request_timeout: float = 600.0  # all of one request, however lively
     reasoning_history: ReasoningHistory = "reasoning_content"
-    cache_ttl: float = 300.0  # TEMPORARY until the prices branch lands
+
 
     def __post_init__(self) -> None:
         # The library-backed route cannot put tool changes into the history (seed 000: `pi-ai`).

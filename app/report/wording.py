@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from app.i18n import _, ngettext
 from app.llm.routes import DEFAULT_BETA_HEADER, Route
+from app.report.cache import CacheCause, CacheDiagnostic
 from app.report.model import RouteReport, ToolChange
 
 
@@ -218,3 +219,44 @@ def beta_note(report: RouteReport) -> str | None:
     else:
         what = _("the header DeepSeek's tool-change beta uses (Anthropic's name for it)")
     return _("{what}; sent because this body carries update blocks").format(what=what)
+
+
+def cause_label(cause: CacheCause) -> str:
+    """A cache miss's cause in a few words (tables, the trajectory's marks)."""
+    return {
+        CacheCause.INITIAL: _("initial write"),
+        CacheCause.ROUTE_SWITCHED: _("route switched"),
+        CacheCause.NEW_SEQUENCE: _("new sequence"),
+        CacheCause.TOOLS_CHANGED: _("tools changed"),
+        CacheCause.DEFERRED_TOOL_LOADED: _("deferred tool loaded"),
+        CacheCause.SYSTEM_CHANGED: _("system text changed"),
+        CacheCause.HISTORY_REWRITTEN: _("history rewritten"),
+        CacheCause.CACHE_EXPIRED: _("cache expired"),
+    }[cause]
+
+
+def cache_text(diagnostic: CacheDiagnostic, quote: Callable[[str], str] = str) -> str:
+    """The diagnostic in a sentence: served from cache, or the cause with what it names."""
+    if diagnostic.hit:
+        return _("served from cache")
+    assert diagnostic.cause is not None
+    words = cause_label(diagnostic.cause)
+    tools = diagnostic.tools
+    if diagnostic.cause is CacheCause.TOOLS_CHANGED and tools is not None:
+        names = [f"+{quote(name)}" for name in tools.added] + [f"−{quote(name)}" for name in tools.removed]
+        names += [f"~{quote(name)}" for name in tools.redefined]
+        if tools.reordered:
+            names.append(_("reordered"))
+        words = f"{words} ({' '.join(names)})"
+    elif diagnostic.cause is CacheCause.DEFERRED_TOOL_LOADED and tools is not None:
+        words = f"{words} ({' '.join(quote(name) for name in tools.loaded)})"
+    elif diagnostic.cause is CacheCause.HISTORY_REWRITTEN:
+        words = _("history rewritten by a compaction") if diagnostic.compaction else _(
+            "history rewritten (a message edited or dropped)"
+        )
+    elif diagnostic.cause is CacheCause.CACHE_EXPIRED and diagnostic.gap_ms is not None:
+        # TRANSLATORS: {minutes} is a number of minutes with one decimal, e.g. 6.2.
+        words = _("cache expired ({minutes:.1f} min idle)").format(minutes=diagnostic.gap_ms / 60_000)
+    if diagnostic.pointer is not None and diagnostic.cause is not CacheCause.CACHE_EXPIRED:
+        words = _("{cause} at {pointer}").format(cause=words, pointer=diagnostic.pointer)
+    return words

@@ -10,15 +10,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.llm.offline.model import OfflineRequestError, Reply, plan_reply
 from app.llm.prefix import common_prefix_length
+from app.paths import ensure_private_dir
 
 MODEL_NAME = "offline-demo"
+OFFLINE_CACHE_FILE = "offline-prompt"
+"""The simulated prompt cache's file, in the data dir's `cache/` (`SimulatedCache`)."""
 _CHARS_PER_TOKEN = 4
 
 
@@ -48,10 +53,14 @@ class OfflineTransport(httpx.AsyncBaseTransport):
     and speed the rest up.
     """
 
-    def __init__(self, beta_header: tuple[str, str], *, delay: float | None = None) -> None:
+    def __init__(
+        self, beta_header: tuple[str, str], *, delay: float | None = None, cache_file: Path | None = None
+    ) -> None:
+        """`cache_file`: where the simulated prompt cache keeps the last prompt (see
+        `SimulatedCache`); None keeps it in memory, for this transport's life."""
         self._beta_header = beta_header
         self._delay = delay
-        self._previous_prompt = ""
+        self._cache = SimulatedCache(cache_file)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
@@ -68,8 +77,7 @@ class OfflineTransport(httpx.AsyncBaseTransport):
             reply = plan_reply(body, beta=beta)
         except OfflineRequestError as refusal:
             return _error(400, str(refusal))
-        cached = common_prefix_length(self._previous_prompt, reply.prompt_text)
-        self._previous_prompt = reply.prompt_text
+        cached = self._cache.serve(reply.prompt_text)
         chunks = _sse(reply, cached_chars=cached)
         return httpx.Response(
             200,
@@ -77,6 +85,54 @@ class OfflineTransport(httpx.AsyncBaseTransport):
             stream=_Chunks(chunks, self._delay),
             request=request,
         )
+
+
+class SimulatedCache:
+    """The provider's side of the offline model's prompt cache: the last prompt it was sent, and
+    how much of a new one that covers. Kept in a file, it outlives the client process as a
+    provider's cache does (`toolscope run` is one process a turn), so the usage it reports is the
+    oracle issue 27's estimates are held to. The file can only lower a count: a prompt is served
+    from it only as far as it is the very same text (a damaged or foreign file serves nothing)."""
+
+    MAX_BYTES = 16 * 1024 * 1024
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._last = ""
+
+    def serve(self, prompt: str) -> int:
+        """Characters of `prompt` served from the cache; `prompt` is cached from now on."""
+        if self._path is not None:
+            self._last = self._read()
+        cached = common_prefix_length(self._last, prompt)
+        self._last = prompt
+        if self._path is not None:
+            self._write(prompt)
+        return cached
+
+    def _read(self) -> str:
+        assert self._path is not None
+        try:
+            descriptor = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return ""
+        with os.fdopen(descriptor, "rb") as file:
+            status = os.fstat(file.fileno())
+            if not stat.S_ISREG(status.st_mode) or status.st_size > self.MAX_BYTES:
+                return ""
+            return file.read(self.MAX_BYTES).decode("utf-8", errors="replace")
+
+    def _write(self, prompt: str) -> None:
+        assert self._path is not None
+        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+        try:
+            ensure_private_dir(self._path.parent)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(prompt.encode("utf-8"))
+            os.replace(temporary, self._path)
+        except OSError:
+            temporary.unlink(missing_ok=True)  # the simulation goes on in memory
 
 
 def _error(status: int, message: str) -> httpx.Response:

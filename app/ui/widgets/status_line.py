@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from app.display import token_count
 from app.i18n import _
 from app.llm.routes import Route
 from app.ui.text import literal, styled
@@ -37,10 +38,6 @@ class Usage:
             self.sequence = item.sequence
         elif isinstance(item, HeaderItem):
             self.sequence = item.header.sequence
-
-
-def _tokens(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
 
 
 class StatusLine(Static):
@@ -82,12 +79,12 @@ class StatusLine(Static):
             parts.append(styled(_("read-only"), "bold $text-error"))
         parts.append(_("seq {n}").format(n=usage.sequence))
         parts.append(
-            _("last ↑{input} ↓{output}").format(input=_tokens(usage.last_in), output=_tokens(usage.last_out))
+            _("last ↑{input} ↓{output}").format(input=token_count(usage.last_in), output=token_count(usage.last_out))
         )
         parts.append(
-            _("Σ ↑{input} ↓{output}").format(input=_tokens(usage.total_in), output=_tokens(usage.total_out))
+            _("Σ ↑{input} ↓{output}").format(input=token_count(usage.total_in), output=token_count(usage.total_out))
         )
-        parts.append(_("cache {n}").format(n=_tokens(usage.cache_read)))
+        parts.append(_("cache {n}").format(n=token_count(usage.cache_read)))
         parts.append(_("retries {n}").format(n=usage.retries))
         content: Content = Content(" · ").join(literal(part) if isinstance(part, str) else part for part in parts)
         if content.plain == self._shown.plain and content.spans == self._shown.spans:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 
+import anyio
 import httpx
 import pytest
 from markdown_it import MarkdownIt
@@ -241,3 +243,29 @@ async def test_transport_refuses_bad_requests_like_a_provider():
     async with httpx.AsyncClient(transport=transport, base_url="http://offline.invalid") as client:
         assert (await client.post("/chat/completions", content=b"{not json")).status_code == 400
         assert (await client.get("/models")).status_code == 404
+
+
+@pytest.mark.anyio
+async def test_the_simulated_cache_outlives_the_transport_as_a_providers_does(tmp_path):
+    cache = tmp_path / "cache" / "offline-prompt"
+    messages = [{"role": "user", "content": "hello there, " * 40}]
+    await _post(OfflineTransport(BETA, delay=0, cache_file=cache), {"tools": [function("read_file")], "messages": messages})
+    assert cache.stat().st_mode & 0o777 == 0o600
+    later = {"tools": [function("read_file")], "messages": [*messages, {"role": "user", "content": "again"}]}
+    response = await _post(OfflineTransport(BETA, delay=0, cache_file=cache), later)
+    usage = [json.loads(l[6:]) for l in response.text.split("\n") if l.startswith("data: {")][-1]["usage"]
+    assert usage["prompt_cache_hit_tokens"] > usage["prompt_tokens"] // 2
+
+
+@pytest.mark.anyio
+async def test_a_fifo_or_foreign_text_in_the_cache_file_serves_nothing_and_never_blocks(tmp_path):
+    body = {"tools": [function("read_file")], "messages": [{"role": "user", "content": "hello there, " * 40}]}
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    foreign = tmp_path / "foreign"
+    foreign.write_bytes(b"\xff\xfe not a prompt")
+    for path in (fifo, foreign):
+        with anyio.fail_after(5):
+            response = await _post(OfflineTransport(BETA, delay=0, cache_file=path), body)
+        usage = [json.loads(l[6:]) for l in response.text.split("\n") if l.startswith("data: {")][-1]["usage"]
+        assert usage["prompt_cache_hit_tokens"] == 0, path.name

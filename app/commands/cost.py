@@ -1,0 +1,79 @@
+"""`toolscope cost SESSION [--route R …] [--json]`: what the session costs on each route, and on each
+tool-update mode (docs/cost.md).
+
+The model is `app.report.cost` (the cache diagnostic of every request, summed per route,
+calibrated, priced); `app.report.cost_text` and `app.report.cost_json` write it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from app.commands.output import fail, warn_if_torn
+from app.commands.parsing import command_parser
+from app.i18n import _
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from app.config import Config
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = command_parser(
+        subparsers, "cost",
+        summary=_("show what a session costs on each route"),
+        description=_(
+            "For every route: the requests, how many the route's prompt cache would serve and why "
+            "the others miss it, the input tokens and the part sent uncached, and the estimated "
+            "cost; then what the session would cost on each tool-update mode, and the cheapest "
+            "route. Prices come from the genai-prices data shipped with toolscope and [prices] in "
+            "config.toml."
+        ),
+    )
+    parser.add_argument(
+        "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
+    )
+    parser.add_argument(
+        "--route",
+        action="append",
+        dest="routes",
+        metavar="R",
+        help=_("only route R (repeatable; default: every route of the catalog)"),
+    )
+    parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
+    parser.set_defaults(handler=run)
+
+
+def run(options: argparse.Namespace, config: Config | None = None) -> int:
+    """Exit 0 on success, 1 when the session cannot be read, 2 for a usage or config error."""
+    from app.agent.runtime import catalog_from
+    from app.llm.routes import RouteConfigError
+    from app.paths import sessions_dir
+    from app.report.cost import session_cost
+    from app.report.cost_json import write_cost_json
+    from app.report.cost_text import render_cost_text
+    from app.report.prices import PriceBook
+    from app.session.errors import SessionError
+    from app.session.ids import session_file
+    from app.session.session import Session
+
+    try:
+        catalog = catalog_from(config)
+        routes = [catalog.get(route_id) for route_id in dict.fromkeys(options.routes)] if options.routes else list(catalog)
+    except RouteConfigError as error:
+        return fail(str(error), EXIT_USAGE)
+    try:
+        session = Session.open(session_file(sessions_dir(), options.session))
+        session.load()  # every request is read: a corrupt log is refused before any output
+        requests = session.view().requests
+        cost = session_cost(requests, routes, PriceBook.of(config))
+    except SessionError as error:
+        return fail(str(error), EXIT_FAILURE)
+    warn_if_torn(session)
+    if options.json:
+        write_cost_json(sys.stdout, session.id, len(requests), cost)
+    else:
+        sys.stdout.write(render_cost_text(session.id, len(requests), cost))
+    return EXIT_OK

@@ -1,0 +1,178 @@
+"""What a session costs on each route: every request's cache diagnostic summed per route, the
+estimated tokens calibrated against the usage the route that ran recorded, and priced
+(docs/cost.md). One model for `toolscope cost`, the inspector, the status line and the exports.
+
+Tokens per request and route: on the route that ran the request, the recorded usage (`input`, its
+`cacheRead` part); elsewhere the diagnostic's estimate times the session's calibration factor (the
+recorded input of the requests that ran, over their estimate). A request's output tokens are the
+recorded ones on every route: the answer is the same whichever route is priced.
+
+Money: uncached input at the input price, cached input at the cache-read price, output at the output
+price; on an Anthropic-format route the uncached input is written to the cache, at the route's
+5-minute or 1-hour write price (the estimate assumes a cache breakpoint at the end of each request,
+as Claude Code sets). A route with no known price has tokens and no cost.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import get_args
+
+from app.llm.routes import Route, ToolUpdateMode
+from app.report.cache import CacheCause, CacheDiagnostic
+from app.report.model import RequestReport, iter_reports
+from app.report.prices import PriceBook, TokenCounts
+from app.session.view import ModelRequest
+from app.session.view_items import AssistantItem
+
+MODES: tuple[ToolUpdateMode, ...] = get_args(ToolUpdateMode)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """How far the estimate was from what the route that ran recorded."""
+
+    factor: float
+    """Recorded input over estimated input, summed over the requests with a recorded usage (1.0
+    when there are none)."""
+    samples: int
+    mean_error: float | None
+    """The mean of |factor × estimate − recorded| / recorded over those requests (None: none)."""
+
+
+@dataclass
+class RouteTotals:
+    """One route's sums over the session (tokens calibrated, see the module doc)."""
+
+    route: Route
+    requests: int = 0
+    hits: int = 0
+    breaks: Counter[CacheCause] = field(default_factory=Counter)
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    recorded_requests: int = 0
+    """Requests whose tokens are the recorded usage (they ran on this route)."""
+    estimated_recorded: tuple[int, int] = (0, 0)
+    """The calibrated estimate of those requests' (input, cached) tokens, to show beside the record."""
+    cost: Decimal | None = None
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.input_tokens - self.cached_tokens
+
+    @property
+    def hit_share(self) -> float | None:
+        """The share of input tokens served from cache."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCost:
+    routes: tuple[RouteTotals, ...]
+    calibration: Calibration
+    by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]]
+    """Per route id, what the session would cost on each tool-update mode its dialect allows."""
+    prices: PriceBook
+
+    @property
+    def cheapest(self) -> RouteTotals | None:
+        priced = [totals for totals in self.routes if totals.cost is not None]
+        return min(priced, key=lambda totals: totals.cost) if priced else None  # type: ignore[arg-type, return-value]
+
+
+def session_cost(requests: Sequence[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
+    """The session's cost on every route in `routes` (one pass per tool-update mode)."""
+    totals, calibration = _summed(iter_reports(requests, routes), routes, prices, None)
+    by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
+        route.id: {route.tool_update: totals_of.cost}
+        for route, totals_of in zip(routes, totals, strict=True)
+    }
+    for mode in MODES:
+        variants = [replace(route, tool_update=mode) for route in routes if _allows(route, mode)]
+        if not variants:
+            continue
+        mode_totals, _ = _summed(iter_reports(requests, variants), variants, prices, calibration)
+        for variant in mode_totals:
+            by_mode[variant.route.id][mode] = variant.cost
+    return SessionCost(tuple(totals), calibration, by_mode, prices)
+
+
+def _allows(route: Route, mode: ToolUpdateMode) -> bool:
+    """A mode other than the route's own that its dialect can send."""
+    return mode != route.tool_update and (route.dialect != "openai-sdk" or mode == "none")
+
+
+def _summed(
+    reports: Iterable[RequestReport], routes: Sequence[Route], prices: PriceBook, calibration: Calibration | None
+) -> tuple[list[RouteTotals], Calibration]:
+    """Sum every route over the reports; calibrate with `calibration`, or work it out here."""
+    estimated = [[0, 0] for _ in routes]
+    """Per route, the summed (input, cached) estimates of the requests it did not run."""
+    beside = [[0, 0] for _ in routes]
+    """Per route, the same of the requests it ran and recorded."""
+    totals = [RouteTotals(route) for route in routes]
+    pairs: list[tuple[int, int]] = []
+    """(estimated input, recorded input) of each request on the route that ran it."""
+    for report in reports:
+        usage = report.request.outcome.usage if isinstance(report.request.outcome, AssistantItem) else None
+        for index, route_report in enumerate(report.routes):
+            sums, cache = totals[index], route_report.cache
+            if cache is None:
+                continue
+            _count(sums, cache)
+            if usage is not None:
+                sums.output_tokens += usage.output
+            if usage is not None and report.request.route == route_report.route.id:
+                sums.recorded_requests += 1
+                sums.input_tokens += usage.input
+                sums.cached_tokens += usage.cache_read
+                pairs.append((cache.tokens.input, usage.input))
+                beside[index][0] += cache.tokens.input
+                beside[index][1] += cache.tokens.cached
+            else:
+                estimated[index][0] += cache.tokens.input
+                estimated[index][1] += cache.tokens.cached
+    if calibration is None:
+        calibration = _calibration(pairs)
+    factor = calibration.factor
+    for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
+        totals, estimated, beside, strict=True
+    ):
+        sums.input_tokens += round(factor * input_tokens)
+        sums.cached_tokens += round(factor * cached_tokens)
+        sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
+        sums.cost = prices.cost(sums.route, _token_counts(sums))
+    return totals, calibration
+
+
+def _count(sums: RouteTotals, cache: CacheDiagnostic) -> None:
+    sums.requests += 1
+    if cache.hit:
+        sums.hits += 1
+    else:
+        assert cache.cause is not None
+        sums.breaks[cache.cause] += 1
+
+
+def _calibration(pairs: list[tuple[int, int]]) -> Calibration:
+    estimated = sum(estimate for estimate, _ in pairs)
+    recorded = sum(record for _, record in pairs)
+    if not pairs or not estimated or not recorded:
+        return Calibration(1.0, len(pairs), None)
+    factor = recorded / estimated
+    errors = [abs(factor * estimate - record) / record for estimate, record in pairs if record]
+    return Calibration(factor, len(pairs), sum(errors) / len(errors) if errors else None)
+
+
+def _token_counts(sums: RouteTotals) -> TokenCounts:
+    written = sums.uncached_tokens if sums.route.dialect == "anthropic-messages" else 0
+    return TokenCounts(
+        uncached_input=sums.uncached_tokens - written,
+        cache_read=sums.cached_tokens,
+        cache_write=written,
+        output=sums.output_tokens,
+    )

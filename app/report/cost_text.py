@@ -1,0 +1,84 @@
+"""`toolscope cost` as text: one row per route, then what each tool-update mode would cost, then the
+cheapest route (the model is `app.report.cost`; `app.report.cost_json` writes the same as JSON)."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+
+from app.display import money, token_count
+from app.i18n import _, ngettext
+from app.report.cost import MODES, SessionCost
+from app.report.wording import cause_label
+from app.terminal import printable
+
+
+def render_cost_text(session_id: str, requests: int, cost: SessionCost) -> str:
+    lines = [
+        ngettext(
+            "Session {id}: {count} request.", "Session {id}: {count} requests.", requests
+        ).format(id=printable(session_id), count=requests),
+        _("Prices: {source}.").format(source=cost.prices.source_text()),
+        _calibration_line(cost),
+        "",
+    ]
+    header = [_("route"), _("mode"), _("requests"), _("hits"), _("input"), _("uncached"), _("cost"), _("misses")]
+    rows = [
+        [
+            totals.route.id,
+            totals.route.tool_update,
+            str(totals.requests),
+            str(totals.hits),
+            token_count(totals.input_tokens),
+            token_count(totals.uncached_tokens),
+            money(totals.cost) if totals.cost is not None else _("no price"),
+            ", ".join(f"{cause_label(cause)} {count}" for cause, count in sorted(totals.breaks.items())),
+        ]
+        for totals in cost.routes
+    ]
+    lines += _table(header, rows, right=range(2, 7))
+    lines += ["", _("On each tool-update mode (estimated):")]
+    mode_rows = [
+        [route_id, *(_mode_cell(costs, mode) for mode in MODES)] for route_id, costs in cost.by_mode.items()
+    ]
+    lines += _table([_("route"), *MODES], mode_rows, right=range(1, len(MODES) + 1))
+    cheapest = cost.cheapest
+    lines.append("")
+    if cheapest is None or cheapest.cost is None:
+        lines.append(_("No route has a known price: tokens only."))
+    else:
+        lines.append(
+            _("Cheapest: {route} ({cost}).").format(route=cheapest.route.id, cost=money(cheapest.cost))
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _calibration_line(cost: SessionCost) -> str:
+    calibration = cost.calibration
+    if calibration.mean_error is None:
+        return _("Estimates: 4 characters a token, not calibrated (no request recorded its usage).")
+    return ngettext(
+        "Estimates calibrated ×{factor:.2f} against {count} recorded request (mean error {error:.1%}).",
+        "Estimates calibrated ×{factor:.2f} against {count} recorded requests (mean error {error:.1%}).",
+        calibration.samples,
+    ).format(factor=calibration.factor, count=calibration.samples, error=calibration.mean_error)
+
+
+def _mode_cell(costs: dict, mode: str) -> str:  # type: ignore[type-arg]
+    if mode not in costs:
+        return "—"
+    value = costs[mode]
+    return money(value) if value is not None else _("no price")
+
+
+def _table(header: list[str], rows: list[list[str]], *, right: range) -> list[str]:
+    """Columns padded by terminal cells (wide characters take two), numbers right-aligned."""
+    widths = [max(cell_len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        cells = []
+        for column, text in enumerate(row):
+            padding = " " * (widths[column] - cell_len(text))
+            cells.append(padding + text if column in right else text + padding)
+        return "  ".join(cells).rstrip()
+
+    return [line(header), *(line(row) for row in rows)]
