@@ -261,6 +261,34 @@ def test_an_empty_beta_header_is_allowed():
                 """'tool_update_beta' must be a single-line string ("" sends no beta header)"""
             ),
         ),
+        (
+            {"id": "openai/gpt", "cache_ttl": 0},
+            "cache_ttl",
+            """[[routes]] id="openai/gpt": 'cache_ttl' must be a positive number of seconds""",
+        ),
+        (
+            {"id": "openai/gpt", "cache_ttl": "5m"},
+            "cache_ttl",
+            """[[routes]] id="openai/gpt": 'cache_ttl' must be a positive number of seconds""",
+        ),
+        (
+            {"id": "anthropic/claude-sonnet", "cache_write": "24h"},
+            "cache_write",
+            """[[routes]] id="anthropic/claude-sonnet": 'cache_write' must be one of 5m, 1h""",
+        ),
+        (
+            {"id": "deepseek/deepseek-flash", "cache_write": "5m"},
+            "cache_write",
+            (
+                """[[routes]] id="deepseek/deepseek-flash": """
+                """'cache_write' is only for anthropic-messages routes"""
+            ),
+        ),
+        (
+            {**NEW_ROUTE, "dialect": "openai-sdk", "cache_write": "1h"},
+            "cache_write",
+            """[[routes]] id="local/llama": 'cache_write' is only for anthropic-messages routes""",
+        ),
         ({"model": "m"}, "id", "[[routes]] table 1: missing key 'id'"),
         ({"id": 7}, "id", "[[routes]] table 1: 'id' must be a non-empty string"),
     ],
@@ -390,43 +418,3 @@ def test_an_added_route_gets_a_cache_ttl_from_its_dialect_and_host():
     assert catalog.get("local/claude").cache_ttl == 5 * _MINUTE
     assert catalog.get("local/claude-1h").cache_ttl == _HOUR
     assert catalog.get("ds/v4").cache_ttl == 3 * _HOUR
-
-
-@pytest.mark.parametrize(
-    ("table", "key", "message"),
-    [
-        (
-            {"id": "openai/gpt", "cache_ttl": 0},
-            "cache_ttl",
-            """[[routes]] id="openai/gpt": 'cache_ttl' must be a positive number of seconds""",
-        ),
-        (
-            {"id": "openai/gpt", "cache_ttl": "5m"},
-            "cache_ttl",
-            """[[routes]] id="openai/gpt": 'cache_ttl' must be a positive number of seconds""",
-        ),
-        (
-            {"id": "anthropic/claude-sonnet", "cache_write": "24h"},
-            "cache_write",
-            """[[routes]] id="anthropic/claude-sonnet": 'cache_write' must be one of 5m, 1h""",
-        ),
-        (
-            {"id": "deepseek/deepseek-flash", "cache_write": "5m"},
-            "cache_write",
-            (
-                """[[routes]] id="deepseek/deepseek-flash": """
-                """'cache_write' is only for anthropic-messages routes"""
-            ),
-        ),
-        (
-            {**NEW_ROUTE, "dialect": "openai-sdk", "cache_write": "1h"},
-            "cache_write",
-            """[[routes]] id="local/llama": 'cache_write' is only for anthropic-messages routes""",
-        ),
-    ],
-)
-def test_bad_cache_settings_name_the_route_and_the_key(table, key, message):
-    with pytest.raises(RouteConfigError) as caught:
-        load_catalog([table])
-    assert str(caught.value) == message
-    assert caught.value.key == key
