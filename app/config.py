@@ -1,7 +1,7 @@
 """`config.toml`: strict sections, and errors that name the file and the key path.
 
-Sections: `[defaults]`, `[plugins]`, `[tools]`, `[compaction]`, `[mcp.servers.NAME]` and
-`[[routes]]`. A route table is kept as a plain dict here; the route catalog validates it against
+Sections: `[defaults]`, `[plugins]`, `[tools]`, `[compaction]`, `[mcp.servers.NAME]`,
+`[prices.MODEL]` and `[[routes]]`. A route table is kept as a plain dict here; the route catalog validates it against
 the built-in entries it overrides.
 A key this build does not know is an error, so a typo is reported instead of silently ignored.
 
@@ -16,6 +16,7 @@ as the user wrote it (comments, order, spacing), and the result is written only 
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import tomllib
@@ -109,6 +110,23 @@ class Compaction:
     """Compact before the next request once a reply's input uses this share of the context window."""
 
 
+def _price(value: float) -> str | None:
+    return None if math.isfinite(value) and value >= 0 else _("must be a finite number, 0 or more")
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """USD per million tokens for one model name or route id (docs/cost.md#prices); a key left out
+    keeps the bundled price (`app.report.prices`)."""
+
+    input: float | None = field(default=None, metadata={"check": _price})
+    cache_read: float | None = field(default=None, metadata={"check": _price})
+    cache_write: float | None = field(default=None, metadata={"check": _price})
+    """The 5-minute cache write (Anthropic); providers without a write price bill writes as input."""
+    cache_write_1h: float | None = field(default=None, metadata={"check": _price})
+    output: float | None = field(default=None, metadata={"check": _price})
+
+
 @dataclass(frozen=True)
 class Config:
     defaults: Defaults = field(default_factory=Defaults)
@@ -116,6 +134,7 @@ class Config:
     tools: Tools = field(default_factory=Tools)
     compaction: Compaction = field(default_factory=Compaction)
     mcp: Mcp = field(default_factory=Mcp)
+    prices: dict[str, PriceTable] = field(default_factory=dict)
     # Route overrides, validated by the route catalog (it knows which keys each entry takes).
     routes: list[dict[str, Any]] = field(default_factory=list)
     source: Path | None = field(default=None, compare=False, metadata={"read": False})
@@ -215,7 +234,8 @@ _TABLE_CHECKS: dict[type, Callable[[dict[str, Any], Location], list[Problem]]] =
 """Checks of a table as a whole, for keys that only make sense together."""
 
 _SECTIONS: dict[str, type] = {
-    section.__name__: section for section in (Defaults, Plugins, McpServer, Mcp, Tools, Compaction)
+    section.__name__: section
+    for section in (Defaults, Plugins, McpServer, Mcp, Tools, Compaction, PriceTable)
 }
 """The sections a field can name, by name (its annotation is a string here)."""
 

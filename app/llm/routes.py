@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from urllib.parse import urlsplit
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, Literal, get_args
@@ -26,9 +27,30 @@ SystemPromptMode = Literal["top", "in-history"]
 ReasoningHistory = Literal["reasoning_content", "reasoning", "none"]
 """Where a chat-completions history carries past reasoning back: DeepSeek's thinking-mode tool loops
 require `reasoning_content`; OpenRouter and vLLM read `reasoning`; Groq refuses both (400)."""
+CacheWrite = Literal["5m", "1h"]
+"""Which Anthropic cache write a route pays for: 5-minute (1.25x input) or 1-hour (2x input)."""
 
 DEFAULT_TOOL_UPDATE_BETA = "mid-conversation-tool-changes-2026-07-01"
 DEFAULT_BETA_HEADER = "anthropic-beta"
+
+_MINUTE, _HOUR = 60.0, 3600.0
+_NEVER = 100 * 365 * 24 * _HOUR
+"""The offline model's simulated cache never expires; a century is longer than any session."""
+
+
+def default_cache_ttl(dialect: Dialect, base_url: str, cache_write: CacheWrite) -> float:
+    """Seconds a provider keeps a prompt prefix after its last use, from its documentation
+    (docs/decisions.md, "Issue 27: prices and cache settings", lists each source)."""
+    host = urlsplit(base_url).hostname or ""
+    if dialect == "offline":
+        return _NEVER
+    if host == "api.deepseek.com":  # one disk cache behind both DeepSeek endpoints: hours to days
+        return 3 * _HOUR
+    if dialect == "anthropic-messages":
+        return _HOUR if cache_write == "1h" else 5 * _MINUTE
+    if host == "api.openai.com":  # extended retention, the default for organizations without ZDR
+        return 24 * _HOUR
+    return 5 * _MINUTE  # another server's in-memory cache: the short end of OpenAI's 5-10 minutes
 
 
 def _openai_sdk_rule() -> str:
@@ -64,12 +86,19 @@ class Route:
     idle_timeout: float = 120.0
     request_timeout: float = 600.0  # all of one request, however lively
     reasoning_history: ReasoningHistory = "reasoning_content"
+    # How long the provider keeps a prompt prefix after its last use (the cost diagnostic's "cache
+    # expired"); None asks for the provider's documented default, which `__post_init__` fills in.
+    cache_ttl: float | None = None
+    cache_write: CacheWrite = "5m"  # which write price an Anthropic-format route pays
 
 
     def __post_init__(self) -> None:
         # The library-backed route cannot put tool changes into the history (seed 000: `pi-ai`).
         if self.dialect == "openai-sdk" and self.tool_update != "none":
             raise ValueError(_openai_sdk_rule())
+        if self.cache_ttl is None:
+            ttl = default_cache_ttl(self.dialect, self.base_url, self.cache_write)
+            object.__setattr__(self, "cache_ttl", ttl)
 
     @property
     def sends_tool_updates(self) -> bool:
@@ -266,8 +295,10 @@ def load_catalog(overrides: Sequence[Mapping[str, Any]] = ()) -> RouteCatalog:
                 )
             merged = {**_ROUTE_DEFAULTS, "label": route_id, **values}
         else:
-            merged = {**asdict(built_in), **values}
-        _check_combination(route_id, merged)
+            # A built-in's TTL is its provider's default, worked out again from the keys the table
+            # changes (`cache_write = "1h"` makes an hour) unless the table names one.
+            merged = {**asdict(built_in), "cache_ttl": None, **values}
+        _check_combination(route_id, merged, values)
         routes[route_id] = Route(**merged)
     return RouteCatalog(routes.values())
 
@@ -322,9 +353,13 @@ def _unknown_key(key: str) -> str:
     return _("unknown key '{key}'").format(key=key)
 
 
-def _check_combination(route_id: str, merged: Mapping[str, Any]) -> None:
+def _check_combination(route_id: str, merged: Mapping[str, Any], values: Mapping[str, Any]) -> None:
     if merged["dialect"] == "openai-sdk" and merged["tool_update"] != "none":
         raise _table_error(route_id, "tool_update", _openai_sdk_rule())
+    if "cache_write" in values and merged["dialect"] != "anthropic-messages":
+        raise _table_error(
+            route_id, "cache_write", _("'cache_write' is only for anthropic-messages routes")
+        )
     if merged["max_output_tokens"] > merged["context_window"]:
         raise _table_error(
             route_id,
@@ -424,4 +459,6 @@ _CHECKS: dict[str, ValueCheck] = {
     "idle_timeout": _positive_number,
     "request_timeout": _positive_number,
     "reasoning_history": _one_of(get_args(ReasoningHistory)),
+    "cache_ttl": _positive_number,
+    "cache_write": _one_of(get_args(CacheWrite)),
 }

@@ -337,3 +337,42 @@ def test_any_series_of_switches_leaves_a_config_that_reads_as_the_last_switches(
         assert config.plugins.enabled == expected
         assert config.mcp.servers["git"].args == ["mcp-server-git"] and not config.mcp.servers["lab"].enabled
         assert path.read_text().startswith(USERS_FILE[: USERS_FILE.index("[plugins]")])
+
+
+# --- [prices] (issue 27) ---------------------------------------------------------------------------
+
+
+def test_prices_are_read_per_model_or_route() -> None:
+    config = parse_config(
+        '[prices."deepseek-v4-flash"]\ninput = 0.27\ncache_read = 0.07\noutput = 1\n'
+        '[prices."local/llama"]\ninput = 0\noutput = 0\ncache_write = 0.5\ncache_write_1h = 1.0\n',
+        Path("config.toml"),
+    )
+    flash = config.prices["deepseek-v4-flash"]
+    assert (flash.input, flash.cache_read, flash.cache_write, flash.cache_write_1h, flash.output) == (
+        0.27,
+        0.07,
+        None,
+        None,
+        1,
+    )
+    local = config.prices["local/llama"]
+    assert (local.input, local.cache_write, local.cache_write_1h, local.output) == (0, 0.5, 1.0, 0)
+    assert Config().prices == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[prices."gpt-5"]\ninptu = 1\n', "[prices.gpt-5] unknown key 'inptu'"),
+        ('[prices."gpt-5"]\ninput = "1.25"\n', "[prices.gpt-5] input: expected a number"),
+        ('[prices."gpt-5"]\noutput = true\n', "[prices.gpt-5] output: expected a number"),
+        ('[prices."gpt-5"]\ncache_read = -0.1\n', "[prices.gpt-5] cache_read: must be a finite number, 0 or more"),
+        ('[prices."gpt-5"]\ncache_write_1h = nan\n', "[prices.gpt-5] cache_write_1h: must be a finite number, 0 or more"),
+        ('[prices."gpt-5"]\ninput = inf\n', "[prices.gpt-5] input: must be a finite number, 0 or more"),
+        ('[prices]\n"gpt-5" = 1.25\n', "[prices] gpt-5: expected a table"),
+        ('prices = 3\n', "prices: expected a table"),
+    ],
+)
+def test_bad_prices_name_the_file_the_table_and_the_key(text: str, expected: str, english: None) -> None:
+    assert _error(text) == f"config.toml: {expected}"

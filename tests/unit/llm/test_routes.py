@@ -261,6 +261,34 @@ def test_an_empty_beta_header_is_allowed():
                 """'tool_update_beta' must be a single-line string ("" sends no beta header)"""
             ),
         ),
+        (
+            {"id": "openai/gpt", "cache_ttl": 0},
+            "cache_ttl",
+            """[[routes]] id="openai/gpt": 'cache_ttl' must be a positive number of seconds""",
+        ),
+        (
+            {"id": "openai/gpt", "cache_ttl": "5m"},
+            "cache_ttl",
+            """[[routes]] id="openai/gpt": 'cache_ttl' must be a positive number of seconds""",
+        ),
+        (
+            {"id": "anthropic/claude-sonnet", "cache_write": "24h"},
+            "cache_write",
+            """[[routes]] id="anthropic/claude-sonnet": 'cache_write' must be one of 5m, 1h""",
+        ),
+        (
+            {"id": "deepseek/deepseek-flash", "cache_write": "5m"},
+            "cache_write",
+            (
+                """[[routes]] id="deepseek/deepseek-flash": """
+                """'cache_write' is only for anthropic-messages routes"""
+            ),
+        ),
+        (
+            {**NEW_ROUTE, "dialect": "openai-sdk", "cache_write": "1h"},
+            "cache_write",
+            """[[routes]] id="local/llama": 'cache_write' is only for anthropic-messages routes""",
+        ),
         ({"model": "m"}, "id", "[[routes]] table 1: missing key 'id'"),
         ({"id": 7}, "id", "[[routes]] table 1: 'id' must be a non-empty string"),
     ],
@@ -319,3 +347,74 @@ def test_messages_and_labels_are_translated_when_shown(monkeypatch):
     with pytest.raises(RouteConfigError) as caught:
         load_catalog([{"id": "offline/demo", "colour": "red"}])
     assert str(caught.value) == """<[[routes]] id="offline/demo": <unknown key 'colour'>>"""
+
+
+# --- per-route cache settings (issue 27) ---------------------------------------------------------
+
+_MINUTE, _HOUR = 60.0, 3600.0
+
+
+@pytest.mark.parametrize(
+    ("route_id", "ttl"),
+    [
+        ("deepseek/deepseek-flash", 3 * _HOUR),  # DeepSeek's disk cache: "hours to days"
+        ("deepseek/deepseek-pro", 3 * _HOUR),
+        ("anthropic/claude-sonnet", 5 * _MINUTE),  # Anthropic's default 5-minute cache
+        ("anthropic/deepseek", 3 * _HOUR),  # DeepSeek's cache behind its Anthropic endpoint
+        ("openai/gpt", 24 * _HOUR),  # OpenAI's 24h retention, the default without ZDR
+    ],
+)
+def test_each_builtin_route_has_its_providers_cache_ttl(route_id, ttl):
+    route = load_catalog().get(route_id)
+    assert route.cache_ttl == ttl
+    assert route.cache_write == "5m"
+
+
+def test_the_offline_cache_never_expires_within_any_session():
+    assert load_catalog().get("offline/demo").cache_ttl >= 100 * 365 * 24 * _HOUR
+
+
+def test_one_hour_writes_make_the_anthropic_ttl_an_hour():
+    catalog = load_catalog(
+        [
+            {"id": "anthropic/claude-sonnet", "cache_write": "1h"},
+            {"id": "anthropic/deepseek", "cache_write": "1h"},
+        ]
+    )
+    sonnet = catalog.get("anthropic/claude-sonnet")
+    assert (sonnet.cache_write, sonnet.cache_ttl) == ("1h", _HOUR)
+    # DeepSeek keeps its own disk cache whatever the write duration asked for.
+    assert catalog.get("anthropic/deepseek").cache_ttl == 3 * _HOUR
+
+
+def test_a_route_names_its_own_cache_ttl():
+    catalog = load_catalog(
+        [
+            {"id": "openai/gpt", "cache_ttl": 300},
+            {"id": "anthropic/claude-sonnet", "cache_write": "1h", "cache_ttl": 1800.5},
+            {**NEW_ROUTE, "cache_ttl": 42},
+        ]
+    )
+    assert catalog.get("openai/gpt").cache_ttl == 300
+    assert catalog.get("anthropic/claude-sonnet").cache_ttl == 1800.5
+    assert catalog.get("local/llama").cache_ttl == 42
+
+
+def test_an_added_route_gets_a_cache_ttl_from_its_dialect_and_host():
+    catalog = load_catalog(
+        [
+            NEW_ROUTE,  # a local server's in-memory prefix cache: the short end
+            {**NEW_ROUTE, "id": "local/claude", "dialect": "anthropic-messages"},
+            {
+                **NEW_ROUTE,
+                "id": "local/claude-1h",
+                "dialect": "anthropic-messages",
+                "cache_write": "1h",
+            },
+            {**NEW_ROUTE, "id": "ds/v4", "base_url": "https://api.deepseek.com/v1"},
+        ]
+    )
+    assert catalog.get("local/llama").cache_ttl == 5 * _MINUTE
+    assert catalog.get("local/claude").cache_ttl == 5 * _MINUTE
+    assert catalog.get("local/claude-1h").cache_ttl == _HOUR
+    assert catalog.get("ds/v4").cache_ttl == 3 * _HOUR
