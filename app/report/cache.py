@@ -12,11 +12,12 @@ names the first reason, in this order:
 2. `route-switched` — the route that ran this request is not the one that ran the previous one:
    its cache holds nothing of the previous request.
 3. When the prefix is broken: `history-rewritten` for a compaction (a new sequence that starts with
-   a summary), `new-sequence` for an explicit one (`/new-sequence`); else by where the bodies first
-   differ: in the up-front tools, `deferred-tool-loaded` when a tool the previous body deferred is
-   now declared up front, else `tools-changed` (added, removed, redefined or only reordered, with the
-   tools named); at the top system text, `system-changed`; in the messages, `history-rewritten`
-   (a message edited or dropped).
+   a summary), `new-sequence` for an explicit one (`/new-sequence`); `system-changed` when the
+   bodies first differ at the top system text; `deferred-tool-loaded` when a tool the previous body
+   deferred is now declared up front; `tools-changed` when the declarations differ (added, removed,
+   redefined, or only reordered up front, with the tools named) — also when the break is in the
+   messages, where an addition-only route drops the addition block of a tool removed since; else
+   `history-rewritten` (a message edited or dropped).
 4. `cache-expired` — the prefix is kept, but the gap since the previous request's answer is longer
    than the route's cache TTL.
 
@@ -170,33 +171,39 @@ def _break_cause(
             return CacheCause.HISTORY_REWRITTEN, None, True
         return CacheCause.NEW_SEQUENCE, None, False
     pointer = prefix.first_difference or ""
-    if pointer.startswith("/tools/"):
-        difference = _tools_difference(previous_body, body)
-        cause = CacheCause.DEFERRED_TOOL_LOADED if difference.loaded else CacheCause.TOOLS_CHANGED
-        return cause, difference, False
-    if pointer.startswith("/messages/") and not _is_top_system(pointer, body):
-        return CacheCause.HISTORY_REWRITTEN, None, False
-    return CacheCause.SYSTEM_CHANGED, None, False
+    if pointer == "/system" or (pointer == "/messages/0" and _is_top_system(body)):
+        return CacheCause.SYSTEM_CHANGED, None, False
+    difference = _tools_difference(previous_body, body)
+    if difference.loaded:
+        return CacheCause.DEFERRED_TOOL_LOADED, difference, False
+    # A break in the messages with the tools changed is the tools' doing: an addition-only route
+    # drops the addition block of a tool removed since.
+    if difference != ToolsDifference() or pointer.startswith("/tools/"):
+        return CacheCause.TOOLS_CHANGED, difference, False
+    return CacheCause.HISTORY_REWRITTEN, None, False
 
 
 def _tools_difference(previous_body: dict[str, Any], body: dict[str, Any]) -> ToolsDifference:
-    before = _up_front(previous_body)
-    after = _up_front(body)
-    deferred_before = {_name(entry) for entry in previous_body.get("tools") or () if entry.get("defer_loading")}
-    added = tuple(name for name in after if name not in before)
-    redefined = tuple(name for name in after if name in before and before[name] != after[name])
+    """Every declaration by name, deferred or not, compared without the deferral flag."""
+    before, after = _declared(previous_body), _declared(body)
+    up_front_before = [name for name, (_, deferred) in before.items() if not deferred]
+    up_front_after = [name for name, (_, deferred) in after.items() if not deferred]
+    redefined = tuple(name for name in after if name in before and before[name][0] != after[name][0])
     return ToolsDifference(
-        added=tuple(name for name in added if name not in deferred_before),
+        added=tuple(name for name in after if name not in before),
         removed=tuple(name for name in before if name not in after),
         redefined=redefined,
-        reordered=list(before) != list(after) and before.keys() == after.keys() and not redefined,
-        loaded=tuple(name for name in added if name in deferred_before),
+        reordered=up_front_before != up_front_after and set(up_front_before) == set(up_front_after) and not redefined,
+        loaded=tuple(name for name in up_front_after if name in before and before[name][1]),
     )
 
 
-def _up_front(body: dict[str, Any]) -> dict[str, Any]:
-    """The tools rendered up front, by name, in order (their definitions without the flag)."""
-    return {_name(entry): entry for entry in body.get("tools") or () if not entry.get("defer_loading")}
+def _declared(body: dict[str, Any]) -> dict[str, tuple[Any, bool]]:
+    """Each declaration by name: its definition without `defer_loading`, and whether it is deferred."""
+    return {
+        _name(entry): ({key: value for key, value in entry.items() if key != "defer_loading"}, bool(entry.get("defer_loading")))
+        for entry in body.get("tools") or ()
+    }
 
 
 def _name(entry: dict[str, Any]) -> str:
@@ -204,12 +211,10 @@ def _name(entry: dict[str, Any]) -> str:
     return str((function if isinstance(function, dict) else entry).get("name"))
 
 
-def _is_top_system(pointer: str, body: dict[str, Any]) -> bool:
-    """The chat wire's top system text is its first message, when that is a plain string."""
+def _is_top_system(body: dict[str, Any]) -> bool:
+    """Whether the chat wire's first message is its top system text (a plain string)."""
     messages = body.get("messages") or []
-    return pointer == "/messages/0" and bool(messages) and messages[0].get("role") == "system" and isinstance(
-        messages[0].get("content"), str
-    )
+    return bool(messages) and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str)
 
 
 def _sequence(request: ModelRequest) -> int:

@@ -15,31 +15,31 @@ def write_cost_json(out: TextIO, session_id: str, requests: int, cost: SessionCo
     document = {
         "session": session_id,
         "requests": requests,
-        "prices": {"source": cost.prices.source_text(), "date": cost.prices.data_date},
+        "prices": {"date": day.isoformat() if (day := cost.prices.data_date) is not None else None},
         "calibration": {
             "factor": cost.calibration.factor,
             "samples": cost.calibration.samples,
-            "meanError": cost.calibration.mean_error,
+            "mean_error": cost.calibration.mean_error,
         },
         "routes": [
             {
                 "route": totals.route.id,
                 "model": totals.route.model,
-                "toolUpdate": totals.route.tool_update,
+                "tool_update": totals.route.tool_update,
                 "requests": totals.requests,
                 "hits": totals.hits,
                 "misses": {str(cause): count for cause, count in sorted(totals.breaks.items())},
-                "inputTokens": totals.input_tokens,
-                "cachedTokens": totals.cached_tokens,
-                "uncachedTokens": totals.uncached_tokens,
-                "outputTokens": totals.output_tokens,
-                "recordedRequests": totals.recorded_requests,
-                "estimateOfRecorded": {
-                    "inputTokens": totals.estimated_recorded[0],
-                    "cachedTokens": totals.estimated_recorded[1],
+                "input_tokens": totals.input_tokens,
+                "cached_tokens": totals.cached_tokens,
+                "uncached_tokens": totals.uncached_tokens,
+                "output_tokens": totals.output_tokens,
+                "recorded_requests": totals.recorded_requests,
+                "estimate_of_recorded": {
+                    "input_tokens": totals.estimated_recorded[0],
+                    "cached_tokens": totals.estimated_recorded[1],
                 },
                 "cost": _money(totals.cost),
-                "byMode": {mode: _money(value) for mode, value in cost.by_mode[totals.route.id].items()},
+                "by_mode": {mode: _money(value) for mode, value in cost.by_mode[totals.route.id].items()},
             }
             for totals in cost.routes
         ],

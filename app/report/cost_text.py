@@ -17,7 +17,7 @@ def render_cost_text(session_id: str, requests: int, cost: SessionCost) -> str:
         ngettext(
             "Session {id}: {count} request.", "Session {id}: {count} requests.", requests
         ).format(id=printable(session_id), count=requests),
-        _("Prices: {source}.").format(source=cost.prices.source_text()),
+        prices_line(cost),
         _calibration_line(cost),
         "",
     ]
@@ -50,6 +50,13 @@ def render_cost_text(session_id: str, requests: int, cost: SessionCost) -> str:
             _("Cheapest: {route} ({cost}).").format(route=cheapest.route.id, cost=money(cheapest.cost))
         )
     return "\n".join(lines) + "\n"
+
+
+def prices_line(cost: SessionCost) -> str:
+    day = cost.prices.data_date
+    if day is None:
+        return _("Prices: the genai-prices data shipped with toolscope, and [prices] in config.toml.")
+    return _("Prices: genai-prices data of {date}, and [prices] in config.toml.").format(date=day.isoformat())
 
 
 def _calibration_line(cost: SessionCost) -> str:

@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from app.report.cache import CacheDiagnostic
 from app.report.model import RequestReport, RouteReport, ToolChange
 from app.terminal import json_text
 
@@ -72,8 +73,37 @@ def _route_json(report: RouteReport, diffs: bool) -> dict[str, Any]:
         "prefix_kept": report.prefix.kept,
         "first_difference": report.prefix.first_difference,
         "error": report.error,
+        "cache": cache_json(report.cache),
         "body": report.wire.body if report.wire is not None else None,
     }
     if diffs:
         route["body_diff"] = report.body_diff()
     return route
+
+
+def cache_json(cache: CacheDiagnostic | None) -> dict[str, Any] | None:
+    """The cache diagnostic (None: the body was never sendable); `cause` is a stable id."""
+    if cache is None:
+        return None
+    tools = cache.tools
+    return {
+        "hit": cache.hit,
+        "cause": str(cache.cause) if cache.cause is not None else None,
+        "pointer": cache.pointer,
+        "tools": None
+        if tools is None
+        else {
+            "added": list(tools.added),
+            "removed": list(tools.removed),
+            "redefined": list(tools.redefined),
+            "reordered": tools.reordered,
+            "loaded": list(tools.loaded),
+        },
+        "compaction": cache.compaction,
+        "gap_ms": cache.gap_ms,
+        "estimated_tokens": {
+            "input": cache.tokens.input,
+            "cached": cache.tokens.cached,
+            "uncached": cache.tokens.uncached,
+        },
+    }

@@ -19,7 +19,7 @@ from app.cli import _build_parser
 
 TOOLSCOPE = Path(sys.executable).parent / "toolscope"
 APP = Path(app.__file__).parent
-REQUIRED = {"inspect": ["S"], "export": ["S", "--format", "md"], "sessions rm": ["ID"]}
+REQUIRED = {"inspect": ["S"], "cost": ["S"], "export": ["S", "--format", "md"], "sessions rm": ["ID"]}
 """What a command cannot be parsed without."""
 
 
@@ -42,7 +42,7 @@ def listed_commands(*command: str) -> list[str]:
 
 def test_every_command_is_parsed_and_handled_by_its_own_module() -> None:
     commands = listed_commands()
-    assert commands == ["chat", "sessions", "inspect", "run", "routes", "export", "view"]
+    assert commands == ["chat", "sessions", "inspect", "cost", "run", "routes", "export", "view"]
     parser = _build_parser()
     for name in commands:
         options = parser.parse_args([name, *REQUIRED.get(name, [])])
