@@ -176,3 +176,18 @@ def _token_counts(sums: RouteTotals) -> TokenCounts:
         cache_write=written,
         output=sums.output_tokens,
     )
+
+
+def request_cost(route: Route, cache: CacheDiagnostic, prices: PriceBook, factor: float = 1.0) -> Decimal | None:
+    """What one request's input costs on the route by its cache diagnostic (the estimate times
+    `factor`, a session's calibration): the cached part at the cache-read price, the rest as
+    `_token_counts` bills it. None when the route has no price."""
+    sums = RouteTotals(route, input_tokens=round(factor * cache.tokens.input), cached_tokens=round(factor * cache.tokens.cached))
+    return prices.cost(route, _token_counts(sums))
+
+
+def resent_cost(route: Route, cache: CacheDiagnostic, prices: PriceBook, factor: float = 1.0) -> Decimal | None:
+    """What the part of one request sent uncached costs on the route: the price of a miss."""
+    uncached = round(factor * cache.tokens.uncached)
+    sums = RouteTotals(route, input_tokens=uncached)
+    return prices.cost(route, _token_counts(sums))
