@@ -67,7 +67,8 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     try:
         session = Session.open(session_file(sessions_dir(), options.session))
         session.load()  # every request is read: a corrupt log is refused before any output
-        requests = session.view().requests
+        # Folded in one pass: consecutive requests share their messages, which the scan needs.
+        requests = session.folded_view().requests
         cost = session_cost(requests, routes, PriceBook.of(config))
     except SessionError as error:
         return fail(str(error), EXIT_FAILURE)

@@ -1,6 +1,6 @@
-"""What a session costs on each route: every request's cache diagnostic summed per route, the
-estimated tokens calibrated against the usage the route that ran recorded, and priced
-(docs/cost.md). One model for `toolscope cost`, the inspector, the status line and the exports.
+"""What a session costs on each route: every request's cache diagnostic summed per route (by the
+one-pass scan, `app.report.cache_scan`), the estimated tokens calibrated against the usage the
+route that ran recorded, and priced (docs/cost.md). One model for `toolscope cost`, the inspector, the status line and the exports.
 
 Tokens per request and route: on the route that ran the request, the recorded usage (`input`, its
 `cacheRead` part); elsewhere the diagnostic's estimate times the session's calibration factor (the
@@ -23,7 +23,7 @@ from typing import get_args
 
 from app.llm.routes import Route, ToolUpdateMode
 from app.report.cache import CacheCause, CacheDiagnostic
-from app.report.model import RequestReport, iter_reports
+from app.report.cache_scan import scan_caches
 from app.report.prices import PriceBook, TokenCounts
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem
@@ -86,7 +86,7 @@ class SessionCost:
 
 def session_cost(requests: Sequence[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
     """The session's cost on every route in `routes` (one pass per tool-update mode)."""
-    totals, calibration = _summed(iter_reports(requests, routes), routes, prices, None)
+    totals, calibration = _summed(scan_caches(requests, routes), routes, prices, None)
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
         route.id: {route.tool_update: totals_of.cost}
         for route, totals_of in zip(routes, totals, strict=True)
@@ -95,7 +95,7 @@ def session_cost(requests: Sequence[ModelRequest], routes: Sequence[Route], pric
         variants = [replace(route, tool_update=mode) for route in routes if _allows(route, mode)]
         if not variants:
             continue
-        mode_totals, _ = _summed(iter_reports(requests, variants), variants, prices, calibration)
+        mode_totals, _ = _summed(scan_caches(requests, variants), variants, prices, calibration)
         for variant in mode_totals:
             by_mode[variant.route.id][mode] = variant.cost
     return SessionCost(tuple(totals), calibration, by_mode, prices)
@@ -107,9 +107,12 @@ def _allows(route: Route, mode: ToolUpdateMode) -> bool:
 
 
 def _summed(
-    reports: Iterable[RequestReport], routes: Sequence[Route], prices: PriceBook, calibration: Calibration | None
+    scanned: Iterable[tuple[ModelRequest, tuple[CacheDiagnostic | None, ...]]],
+    routes: Sequence[Route],
+    prices: PriceBook,
+    calibration: Calibration | None,
 ) -> tuple[list[RouteTotals], Calibration]:
-    """Sum every route over the reports; calibrate with `calibration`, or work it out here."""
+    """Sum every route over the scan; calibrate with `calibration`, or work it out here."""
     estimated = [[0, 0] for _ in routes]
     """Per route, the summed (input, cached) estimates of the requests it did not run."""
     beside = [[0, 0] for _ in routes]
@@ -117,16 +120,16 @@ def _summed(
     totals = [RouteTotals(route) for route in routes]
     pairs: list[tuple[int, int]] = []
     """(estimated input, recorded input) of each request on the route that ran it."""
-    for report in reports:
-        usage = report.request.outcome.usage if isinstance(report.request.outcome, AssistantItem) else None
-        for index, route_report in enumerate(report.routes):
-            sums, cache = totals[index], route_report.cache
+    for request, diagnostics in scanned:
+        usage = request.outcome.usage if isinstance(request.outcome, AssistantItem) else None
+        for index, cache in enumerate(diagnostics):
+            sums = totals[index]
             if cache is None:
                 continue
             _count(sums, cache)
             if usage is not None:
                 sums.output_tokens += usage.output
-            if usage is not None and report.request.route == route_report.route.id:
+            if usage is not None and request.route == sums.route.id:
                 sums.recorded_requests += 1
                 sums.input_tokens += usage.input
                 sums.cached_tokens += usage.cache_read
