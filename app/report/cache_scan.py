@@ -52,11 +52,13 @@ def scan_caches(
     for position in range(len(requests)):
         request = requests[position]
         appended = _appended(previous, request)
+        converted: dict[tuple[str, str], tuple[list[dict[str, Any]], int]] = {}
+        """The appended messages' wire form and rendered length, once per wire (routes share it)."""
         diagnostics: list[CacheDiagnostic | None] = []
         for index, route in enumerate(routes):
             state = states[index]
             if appended is not None and state is not None and state.wire is not None:
-                diagnostic = _extended(state, request, previous, route, appended)  # type: ignore[arg-type]
+                diagnostic = _extended(state, request, previous, route, appended, converted)  # type: ignore[arg-type]
                 if diagnostic is not None:
                     diagnostics.append(diagnostic)
                     continue
@@ -86,22 +88,38 @@ def _appended(previous: ModelRequest | None, request: ModelRequest) -> tuple[Any
 
 
 def _extended(
-    state: _RouteState, request: ModelRequest, previous: ModelRequest, route: Route, added: tuple[Any, ...]
+    state: _RouteState,
+    request: ModelRequest,
+    previous: ModelRequest,
+    route: Route,
+    added: tuple[Any, ...],
+    converted: dict[tuple[str, str], tuple[list[dict[str, Any]], int]],
 ) -> CacheDiagnostic | None:
     """The diagnostic of a request whose body is the previous one plus `added`'s wire form; None
     when the wire would not simply append them (the reference decides then)."""
     assert state.wire is not None and request.header is not None
-    alone = ProjectedRequest(route.id, "", (), added, (), None, None)
-    wire = build_wire(alone, route, request.header.config).body["messages"]
+    key = ("deepseek-chat" if route.dialect == "offline" else route.dialect, route.reasoning_history)
+    if key not in converted:
+        alone = ProjectedRequest(route.id, "", (), added, (), None, None)
+        messages_alone = build_wire(alone, route, request.header.config).body["messages"]
+        converted[key] = (messages_alone, sum(len(json.dumps(message, sort_keys=True)) for message in messages_alone))
+    wire, length = converted[key]
     body = state.wire.body
     messages = body.get("messages") or []
     if messages and wire and messages[-1].get("role") == wire[0].get("role"):
         return None  # the Anthropic wire would merge the two into one message
-    rendered = state.rendered + sum(len(json.dumps(message, sort_keys=True)) for message in wire)
-    rendered += 2 * (len(wire) - (0 if messages else 1)) if wire else 0
+    rendered = state.rendered + length + (2 * (len(wire) - (0 if messages else 1)) if wire else 0)
     # The new rendering differs from the previous one where the latter closes its lists ("]]"),
     # unless nothing was added (a retried request).
     cached = state.rendered - 2 if wire else state.rendered
     state.wire = WireRequest({**body, "messages": [*messages, *wire]}, state.wire.headers, state.wire.group_indexes)
     state.rendered = rendered
-    return diagnose_kept(prefix=KEPT, request=request, previous=previous, ran_here=request.route == route.id, ttl_seconds=route.cache_ttl or 0, rendered=rendered, cached=cached)
+    return diagnose_kept(
+        prefix=KEPT,
+        request=request,
+        previous=previous,
+        ran_here=request.route == route.id,
+        ttl_seconds=route.cache_ttl or 0,
+        rendered=rendered,
+        cached=cached,
+    )

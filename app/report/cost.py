@@ -85,20 +85,17 @@ class SessionCost:
 
 
 def session_cost(requests: Sequence[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
-    """The session's cost on every route in `routes` (one pass per tool-update mode)."""
-    totals, calibration = _summed(scan_caches(requests, routes), routes, prices, None)
+    """The session's cost on every route in `routes`, and on every other tool-update mode of each:
+    one scan of the requests for all of them."""
+    variants = [replace(route, tool_update=mode) for mode in MODES for route in routes if _allows(route, mode)]
+    every = [*routes, *variants]
+    totals, calibration = _summed(scan_caches(requests, every), every, prices, measured=len(routes))
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
-        route.id: {route.tool_update: totals_of.cost}
-        for route, totals_of in zip(routes, totals, strict=True)
+        route.id: {route.tool_update: sums.cost} for route, sums in zip(routes, totals, strict=False)
     }
-    for mode in MODES:
-        variants = [replace(route, tool_update=mode) for route in routes if _allows(route, mode)]
-        if not variants:
-            continue
-        mode_totals, _ = _summed(scan_caches(requests, variants), variants, prices, calibration)
-        for variant in mode_totals:
-            by_mode[variant.route.id][mode] = variant.cost
-    return SessionCost(tuple(totals), calibration, by_mode, prices)
+    for sums in totals[len(routes) :]:
+        by_mode[sums.route.id][sums.route.tool_update] = sums.cost
+    return SessionCost(tuple(totals[: len(routes)]), calibration, by_mode, prices)
 
 
 def _allows(route: Route, mode: ToolUpdateMode) -> bool:
@@ -110,9 +107,11 @@ def _summed(
     scanned: Iterable[tuple[ModelRequest, tuple[CacheDiagnostic | None, ...]]],
     routes: Sequence[Route],
     prices: PriceBook,
-    calibration: Calibration | None,
+    *,
+    measured: int,
 ) -> tuple[list[RouteTotals], Calibration]:
-    """Sum every route over the scan; calibrate with `calibration`, or work it out here."""
+    """Sum every route over the scan, calibrated by the first `measured` routes (the catalog's; the
+    others are their variants on other tool-update modes)."""
     estimated = [[0, 0] for _ in routes]
     """Per route, the summed (input, cached) estimates of the requests it did not run."""
     beside = [[0, 0] for _ in routes]
@@ -133,14 +132,14 @@ def _summed(
                 sums.recorded_requests += 1
                 sums.input_tokens += usage.input
                 sums.cached_tokens += usage.cache_read
-                pairs.append((cache.tokens.input, usage.input))
+                if index < measured:
+                    pairs.append((cache.tokens.input, usage.input))
                 beside[index][0] += cache.tokens.input
                 beside[index][1] += cache.tokens.cached
             else:
                 estimated[index][0] += cache.tokens.input
                 estimated[index][1] += cache.tokens.cached
-    if calibration is None:
-        calibration = _calibration(pairs)
+    calibration = _calibration(pairs)
     factor = calibration.factor
     for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
         totals, estimated, beside, strict=True
