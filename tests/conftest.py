@@ -46,3 +46,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return marker.kwargs["seconds"] if marker else 0.0
 
     items.sort(key=seconds, reverse=True)
+
+
+@pytest.fixture(autouse=True)
+def _cold_offline_cache() -> None:
+    """The offline model's simulated prompt cache lives in the data dir, as a provider's outlives a
+    process: each test starts with it empty, as a fresh account, so no test's usage figures depend
+    on the tests the same worker ran before."""
+    from app.llm.offline.transport import OFFLINE_CACHE_FILE
+
+    (Path(os.environ["TOOLSCOPE_HOME"]) / "cache" / OFFLINE_CACHE_FILE).unlink(missing_ok=True)
