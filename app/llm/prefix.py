@@ -117,13 +117,21 @@ def render_for_cache(body: dict[str, Any], dialect: Dialect) -> str:
 
 
 def common_prefix_length(a: str, b: str) -> int:
-    """How many characters `a` and `b` share at their start (a binary search on slice equality:
-    C-speed comparisons instead of a Python loop per character)."""
-    low, high = 0, min(len(a), len(b))
+    """How many characters `a` and `b` share at their start: equal chunks skipped, then a binary
+    search within the first that differs (C-speed comparisons, and no copy larger than a chunk:
+    the texts may hold a tool result of many megabytes)."""
+    limit = min(len(a), len(b))
+    start = 0
+    while start < limit and a[start : start + _CHUNK] == b[start : start + _CHUNK]:
+        start += _CHUNK
+    low, high = min(start, limit), min(start + _CHUNK, limit)
     while low < high:
         middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
+        if a[start:middle] == b[start:middle]:
             low = middle
         else:
             high = middle - 1
     return low
+
+
+_CHUNK = 1 << 16

@@ -114,24 +114,28 @@ def diagnose(
     """The diagnostic of `request` on one route (see the module doc). `previous_body` is the
     previous request's body on the route (None: none was sendable); `ran_here` says whether this
     route is the one that ran `request`."""
-    rendered = render_for_cache(body, dialect)
     gap = _gap_ms(previous, request)
-    if previous_body is None or previous is None:
-        return _diagnostic(prefix, CacheCause.INITIAL, gap, len(rendered), 0)
-    if ran_here and _switched(previous, request):
-        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, len(rendered), 0)
-    cached = common_prefix_length(render_for_cache(previous_body, dialect), rendered)
+    if previous_body is None or previous is None or (ran_here and _switched(previous, request)):
+        cause = CacheCause.INITIAL if previous_body is None or previous is None else CacheCause.ROUTE_SWITCHED
+        return _diagnostic(prefix, cause, gap, len(render_for_cache(body, dialect)), 0)
     if not prefix.kept:
+        rendered = render_for_cache(body, dialect)
+        cached = common_prefix_length(render_for_cache(previous_body, dialect), rendered)
         cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
         return _diagnostic(prefix, cause, gap, len(rendered), cached, tools=tools, compaction=compaction)
+    # A kept prefix: the previous rendering is this one's start but for its closing "]]", unless
+    # the two are the same. Only lengths are needed, and one rendering is held at a time (a body
+    # may hold a tool result of many megabytes).
+    before = len(render_for_cache(previous_body, dialect))
+    length = len(render_for_cache(body, dialect))
     return diagnose_kept(
         prefix=prefix,
         request=request,
         previous=previous,
         ran_here=ran_here,
         ttl_seconds=ttl_seconds,
-        rendered=len(rendered),
-        cached=cached,
+        rendered=length,
+        cached=before if length == before else before - 2,
     )
 
 

@@ -4,9 +4,11 @@ says the body does not extend the previous one on the route."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.llm.prefix import common_prefix_length, prefix_kept, render_for_cache
 from app.llm.routes import Route, load_catalog
@@ -182,3 +184,20 @@ def test_prefix_breaks_are_exactly_where_the_prefix_checker_says(generated) -> N
             else:
                 assert cache.tokens.cached == 0
             assert cache.hit is (cache.cause is None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=st.text(alphabet="ab", max_size=3),
+    length=st.sampled_from([0, 1, 100, 65_535, 65_536, 65_537, 140_000]),
+    cut=st.floats(0, 1),
+    tail=st.sampled_from(["", "y", "x", "yz"]),
+    swap=st.booleans(),
+)
+def test_the_common_prefix_length_is_os_path_commonprefix(start, length, cut, tail, swap) -> None:
+    """The chunked search against the slow reference, around the chunk's edges."""
+    a = start + "x" * length
+    b = a[: round(cut * len(a))] + tail
+    if swap:
+        a, b = b, a
+    assert common_prefix_length(a, b) == len(os.path.commonprefix([a, b]))
