@@ -16,7 +16,7 @@ as Claude Code sets). A route with no known price has tokens and no cost.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import get_args
@@ -110,17 +110,36 @@ def _summed(
     reports: Iterable[RequestReport], routes: Sequence[Route], prices: PriceBook, calibration: Calibration | None
 ) -> tuple[list[RouteTotals], Calibration]:
     """Sum every route over the reports; calibrate with `calibration`, or work it out here."""
-    estimated = [[0, 0] for _ in routes]
-    """Per route, the summed (input, cached) estimates of the requests it did not run."""
-    beside = [[0, 0] for _ in routes]
-    """Per route, the same of the requests it ran and recorded."""
-    totals = [RouteTotals(route) for route in routes]
-    pairs: list[tuple[int, int]] = []
-    """(estimated input, recorded input) of each request on the route that ran it."""
+    tally = CostTally(routes, prices)
     for report in reports:
+        tally.add(report)
+    return tally.summed(calibration)
+
+
+class CostTally:
+    """The session totals summed one report at a time: an export that writes each report as it is
+    built sums them in the same pass (`counted`), and has the totals when it is done."""
+
+    def __init__(self, routes: Sequence[Route], prices: PriceBook) -> None:
+        self.prices = prices
+        self._totals = [RouteTotals(route) for route in routes]
+        self._estimated = [[0, 0] for _ in routes]
+        """Per route, the summed (input, cached) estimates of the requests it did not run."""
+        self._beside = [[0, 0] for _ in routes]
+        """Per route, the same of the requests it ran and recorded."""
+        self._pairs: list[tuple[int, int]] = []
+        """(estimated input, recorded input) of each request on the route that ran it."""
+
+    def counted(self, reports: Iterable[RequestReport]) -> Iterator[RequestReport]:
+        """`reports`, each added as it passes."""
+        for report in reports:
+            self.add(report)
+            yield report
+
+    def add(self, report: RequestReport) -> None:
         usage = report.request.outcome.usage if isinstance(report.request.outcome, AssistantItem) else None
         for index, route_report in enumerate(report.routes):
-            sums, cache = totals[index], route_report.cache
+            sums, cache = self._totals[index], route_report.cache
             if cache is None:
                 continue
             _count(sums, cache)
@@ -130,23 +149,33 @@ def _summed(
                 sums.recorded_requests += 1
                 sums.input_tokens += usage.input
                 sums.cached_tokens += usage.cache_read
-                pairs.append((cache.tokens.input, usage.input))
-                beside[index][0] += cache.tokens.input
-                beside[index][1] += cache.tokens.cached
+                self._pairs.append((cache.tokens.input, usage.input))
+                self._beside[index][0] += cache.tokens.input
+                self._beside[index][1] += cache.tokens.cached
             else:
-                estimated[index][0] += cache.tokens.input
-                estimated[index][1] += cache.tokens.cached
-    if calibration is None:
-        calibration = _calibration(pairs)
-    factor = calibration.factor
-    for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
-        totals, estimated, beside, strict=True
-    ):
-        sums.input_tokens += round(factor * input_tokens)
-        sums.cached_tokens += round(factor * cached_tokens)
-        sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
-        sums.cost = prices.cost(sums.route, _token_counts(sums))
-    return totals, calibration
+                self._estimated[index][0] += cache.tokens.input
+                self._estimated[index][1] += cache.tokens.cached
+
+    def summed(self, calibration: Calibration | None = None) -> tuple[list[RouteTotals], Calibration]:
+        """The totals, calibrated with `calibration` or the one worked out from what was added
+        (once: the estimates are scaled in place)."""
+        if calibration is None:
+            calibration = _calibration(self._pairs)
+        factor = calibration.factor
+        for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
+            self._totals, self._estimated, self._beside, strict=True
+        ):
+            sums.input_tokens += round(factor * input_tokens)
+            sums.cached_tokens += round(factor * cached_tokens)
+            sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
+            sums.cost = self.prices.cost(sums.route, _token_counts(sums))
+        return self._totals, calibration
+
+    def session_cost(self) -> SessionCost:
+        """The totals as a `SessionCost` without the other tool-update modes (each would be
+        another pass over the session)."""
+        totals, calibration = self.summed()
+        return SessionCost(tuple(totals), calibration, {}, self.prices)
 
 
 def _count(sums: RouteTotals, cache: CacheDiagnostic) -> None:
