@@ -1,8 +1,9 @@
 """The inspector screen: one request of a session, every route side by side (`Inspector`).
 
 Over any app that shows a session (`app.ui.contract.SessionHost`): it reads the session view from
-`source` (default: `app.view()`) and the routes from `routes` (default: the app's catalog), and
-builds the request's report with the report model (`inspect_requests`, only that request and the
+`source` (default: `app.view()`) and the routes from `routes` (default: the app's catalog), costs
+them by `prices` (default: the genai-prices data alone; the chat passes its config's), and builds
+the request's report with the report model (`inspect_requests`, only that request and the
 one before it). When the app has a `session_advanced` signal (the chat publishes it after every
 logged event), the screen follows
 the session live: the report is read again when a request is logged or the session is replaced,

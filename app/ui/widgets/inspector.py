@@ -4,8 +4,8 @@ It lays out one `RequestReport` of the report model (`app.report.model`), the on
 inspect` prints, and computes nothing of its own: the one-line tool change, the cost line (what the
 request costs on the routes chosen, priced by `app.report.cost`), and per route the line that says
 why, its cache row, then the prefix, beta header, fallback, declarations and blocks (the summary),
-the wire body, or the body's diff against the previous request on the same route. Everything from the
-session (tool names, texts, bodies) is shown literally and with every API key of the catalog
+the wire body, or the body's diff against the previous request on the same route. Everything from
+the session (tool names, texts, bodies) is shown literally and with every API key of the catalog
 redacted (`Scrubber`).
 
 The routes are paged: as many columns as fit at `MIN_COLUMN_WIDTH` share the width, and the pager
@@ -18,12 +18,12 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from enum import StrEnum
 
+from rich.cells import cell_len, set_cell_size
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.highlight import highlight
-from rich.cells import cell_len, set_cell_size
 from textual.widgets import Static
 
 from app.export.scrub import Scrubber

@@ -15,7 +15,7 @@ from app.report.model import inspect_requests
 from app.report.prices import PriceBook
 from app.report.wording import cost_words
 from app.ui.widgets.inspector import RouteColumn
-from tests.functional.ui.chat_support import run
+from tests.functional.ui.chat_support import run, until
 from tests.functional.ui.test_inspector import ONE_PER_MODE, WIDE, bench, example, open_inspector  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
@@ -116,3 +116,24 @@ def test_the_cost_line_is_cut_to_two_lines_at_80_columns(bench, example) -> None
         assert all(cell_len(line) <= 78 for line in lines) and lines[1].endswith("…")
 
     on_request(bench, example, 5, check, shown=None, size=(80, 30))
+
+
+def test_the_chat_prices_the_inspector_with_its_config(bench, example) -> None:
+    """`[prices]` in config.toml prices the offline route, which the bundled data does not."""
+    bench.config_lines += ['[prices."offline/demo"]', "input = 1000", "cache_read = 100", "output = 1000", ""]
+
+    async def scenario() -> None:
+        app = bench.app(session=example)
+        async with app.run_test(size=WIDE) as pilot:
+            await until(pilot, lambda: app.view() is not None and app.registry is not None)
+            app.action_inspect()  # the latest request, as Ctrl+G opens it
+            await until(pilot, lambda: bool(app.screen.query("#inspector-cost")))
+            await pilot.pause()
+            (report,) = inspect_requests(app.view().requests, list(app.catalog), only=6)
+            demo = next(item for item in report.routes if item.route.id == "offline/demo")
+            cost = request_cost(demo.route, demo.cache, PriceBook.of(bench.config()))
+            assert cost is not None and cost > 0
+            await pilot.press("right")  # the last page: routes 4–6
+            assert cost_rows(app.screen)["offline/demo"].endswith(f" uncached · {cost_words(cost)}")
+
+    run(scenario())
