@@ -12,7 +12,7 @@ import sys
 
 from app.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from app.commands.output import fail, warn_if_torn
-from app.commands.parsing import command_parser
+from app.commands.parsing import add_session_and_routes, chosen_routes, command_parser
 from app.i18n import _
 
 TYPE_CHECKING = False
@@ -32,16 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "config.toml."
         ),
     )
-    parser.add_argument(
-        "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
-    )
-    parser.add_argument(
-        "--route",
-        action="append",
-        dest="routes",
-        metavar="R",
-        help=_("only route R (repeatable; default: every route of the catalog)"),
-    )
+    add_session_and_routes(parser)
     parser.add_argument("--json", action="store_true", help=_("print one JSON object"))
     parser.set_defaults(handler=run)
 
@@ -60,14 +51,14 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     from app.session.session import Session
 
     try:
-        catalog = catalog_from(config)
-        routes = [catalog.get(route_id) for route_id in dict.fromkeys(options.routes)] if options.routes else list(catalog)
+        routes = chosen_routes(catalog_from(config), options.routes)
     except RouteConfigError as error:
         return fail(str(error), EXIT_USAGE)
     try:
         session = Session.open(session_file(sessions_dir(), options.session))
         session.load()  # every request is read: a corrupt log is refused before any output
-        requests = session.view().requests
+        # Folded in one pass: consecutive requests share their messages, which the scan needs.
+        requests = session.folded_view().requests
         cost = session_cost(requests, routes, PriceBook.of(config))
     except SessionError as error:
         return fail(str(error), EXIT_FAILURE)

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 
 from app.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from app.commands.output import fail, warn_if_torn
-from app.commands.parsing import command_parser
+from app.commands.parsing import add_session_and_routes, chosen_routes, command_parser
 from app.i18n import _, ngettext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from app.config import Config
-    from app.llm.routes import Route, RouteCatalog
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,21 +33,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "text goes through the pager ($TOOLSCOPE_PAGER, else $PAGER, else less)."
         ),
     )
-    parser.add_argument(
-        "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
-    )
+    add_session_and_routes(parser)
     parser.add_argument(
         "--request",
         type=int,
         metavar="N",
         help=_("only request N (numbered from 1 in log order)"),
-    )
-    parser.add_argument(
-        "--route",
-        action="append",
-        dest="routes",
-        metavar="R",
-        help=_("only route R (repeatable; default: every route of the catalog)"),
     )
     parser.add_argument(
         "--body", action="store_true", help=_("also show each route's full wire body (JSON always has it)")
@@ -87,7 +76,7 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     from app.terminal import colour_enabled
 
     try:
-        routes = _chosen_routes(catalog_from(config), options.routes)
+        routes = chosen_routes(catalog_from(config), options.routes)
     except RouteConfigError as error:
         return fail(str(error), EXIT_USAGE)
     try:
@@ -131,9 +120,3 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     )
     show(text, paged=not options.no_pager)
     return EXIT_OK
-
-
-def _chosen_routes(catalog: RouteCatalog, ids: Sequence[str] | None) -> list[Route]:
-    if not ids:
-        return list(catalog)
-    return [catalog.get(route_id) for route_id in dict.fromkeys(ids)]

@@ -1,11 +1,17 @@
 """What the commands' parsers share: the global options (accepted before a command's name and after
-it), a command's parser, and the route and session options of `chat` and `run`."""
+it), a command's parser, the route and session options of `chat` and `run`, and the session and
+routes a report (`inspect`, `cost`) reads."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from app.i18n import SUPPORTED, _, normalize_language
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from app.llm.routes import Route, RouteCatalog
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, default: object) -> None:
@@ -66,3 +72,24 @@ def add_route_and_session(parser: argparse.ArgumentParser, *, dest_prefix: str =
         action="store_true",
         help=_("continue the session written to last"),
     )
+
+
+def add_session_and_routes(parser: argparse.ArgumentParser) -> None:
+    """`SESSION` and `--route R …`, the same for `inspect` and `cost`."""
+    parser.add_argument(
+        "session", metavar="SESSION", help=_("a session id (in the sessions dir) or a file path")
+    )
+    parser.add_argument(
+        "--route",
+        action="append",
+        dest="routes",
+        metavar="R",
+        help=_("only route R (repeatable; default: every route of the catalog)"),
+    )
+
+
+def chosen_routes(catalog: RouteCatalog, ids: Sequence[str] | None) -> list[Route]:
+    """The routes named by `--route` (each once, in order), or every route of the catalog."""
+    if not ids:
+        return list(catalog)
+    return [catalog.get(route_id) for route_id in dict.fromkeys(ids)]

@@ -117,16 +117,43 @@ def diagnose(
     rendered = render_for_cache(body, dialect)
     gap = _gap_ms(previous, request)
     if previous_body is None or previous is None:
-        return _diagnostic(prefix, CacheCause.INITIAL, gap, rendered)
-    if ran_here and (previous.route, _model(previous)) != (request.route, _model(request)):
-        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered)
-    before = render_for_cache(previous_body, dialect)
+        return _diagnostic(prefix, CacheCause.INITIAL, gap, len(rendered), 0)
+    if ran_here and _switched(previous, request):
+        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, len(rendered), 0)
+    cached = common_prefix_length(render_for_cache(previous_body, dialect), rendered)
     if not prefix.kept:
         cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
-        return _diagnostic(prefix, cause, gap, rendered, before, tools=tools, compaction=compaction)
+        return _diagnostic(prefix, cause, gap, len(rendered), cached, tools=tools, compaction=compaction)
+    return diagnose_kept(
+        prefix=prefix,
+        request=request,
+        previous=previous,
+        ran_here=ran_here,
+        ttl_seconds=ttl_seconds,
+        rendered=len(rendered),
+        cached=cached,
+    )
+
+
+def diagnose_kept(
+    *,
+    prefix: PrefixResult,
+    request: ModelRequest,
+    previous: ModelRequest,
+    ran_here: bool,
+    ttl_seconds: float,
+    rendered: int,
+    cached: int,
+) -> CacheDiagnostic:
+    """The diagnostic of a request whose prefix the previous one on the route keeps: `rendered`
+    is the length of its rendering for the cache, `cached` how much of it the previous rendering
+    covers (what the cache serves, if it is there)."""
+    gap = _gap_ms(previous, request)
+    if ran_here and _switched(previous, request):
+        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0)
     if gap is not None and gap > ttl_seconds * 1000:
-        return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered)
-    return _diagnostic(prefix, None, gap, rendered, before)
+        return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered, 0)
+    return _diagnostic(prefix, None, gap, rendered, cached)
 
 
 def estimated_tokens(characters: int) -> int:
@@ -140,14 +167,13 @@ def _diagnostic(
     prefix: PrefixResult,
     cause: CacheCause | None,
     gap: int | None,
-    rendered: str,
-    before: str | None = None,
+    rendered: int,
+    cached: int,
     *,
     tools: ToolsDifference | None = None,
     compaction: bool = False,
 ) -> CacheDiagnostic:
-    """`before`: the previous rendering when the cache could serve its common start with this one."""
-    cached = common_prefix_length(before, rendered) if before is not None else 0
+    """`rendered`, `cached`: characters of the rendering, and of it the cache serves."""
     return CacheDiagnostic(
         kept=prefix.kept,
         cause=cause,
@@ -155,7 +181,7 @@ def _diagnostic(
         tools=tools,
         compaction=compaction,
         gap_ms=gap,
-        tokens=TokenEstimate(estimated_tokens(len(rendered)), estimated_tokens(cached)),
+        tokens=TokenEstimate(estimated_tokens(rendered), estimated_tokens(cached)),
     )
 
 
@@ -219,6 +245,10 @@ def _is_top_system(body: dict[str, Any]) -> bool:
 
 def _sequence(request: ModelRequest) -> int:
     return request.header.sequence if request.header is not None else 0
+
+
+def _switched(previous: ModelRequest, request: ModelRequest) -> bool:
+    return (previous.route, _model(previous)) != (request.route, _model(request))
 
 
 def _model(request: ModelRequest) -> str:

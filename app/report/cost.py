@@ -1,6 +1,6 @@
-"""What a session costs on each route: every request's cache diagnostic summed per route, the
-estimated tokens calibrated against the usage the route that ran recorded, and priced
-(docs/cost.md). One model for `toolscope cost`, the inspector, the status line and the exports.
+"""What a session costs on each route: every request's cache diagnostic summed per route (by the
+one-pass scan, `app.report.cache_scan`), the estimated tokens calibrated against the usage the
+route that ran recorded, and priced (docs/cost.md). One model for `toolscope cost`, the inspector, the status line and the exports.
 
 Tokens per request and route: on the route that ran the request, the recorded usage (`input`, its
 `cacheRead` part); elsewhere the diagnostic's estimate times the session's calibration factor (the
@@ -23,7 +23,8 @@ from typing import get_args
 
 from app.llm.routes import Route, ToolUpdateMode
 from app.report.cache import CacheCause, CacheDiagnostic
-from app.report.model import RequestReport, iter_reports
+from app.report.cache_scan import scan_caches
+from app.report.model import RequestReport
 from app.report.prices import PriceBook, TokenCounts
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem
@@ -85,20 +86,17 @@ class SessionCost:
 
 
 def session_cost(requests: Sequence[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
-    """The session's cost on every route in `routes` (one pass per tool-update mode)."""
-    totals, calibration = _summed(iter_reports(requests, routes), routes, prices, None)
+    """The session's cost on every route in `routes`, and on every other tool-update mode of each:
+    one scan of the requests for all of them."""
+    variants = [replace(route, tool_update=mode) for mode in MODES for route in routes if _allows(route, mode)]
+    every = [*routes, *variants]
+    totals, calibration = _summed(scan_caches(requests, every), every, prices, measured=len(routes))
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
-        route.id: {route.tool_update: totals_of.cost}
-        for route, totals_of in zip(routes, totals, strict=True)
+        route.id: {route.tool_update: sums.cost} for route, sums in zip(routes, totals, strict=False)
     }
-    for mode in MODES:
-        variants = [replace(route, tool_update=mode) for route in routes if _allows(route, mode)]
-        if not variants:
-            continue
-        mode_totals, _ = _summed(iter_reports(requests, variants), variants, prices, calibration)
-        for variant in mode_totals:
-            by_mode[variant.route.id][mode] = variant.cost
-    return SessionCost(tuple(totals), calibration, by_mode, prices)
+    for sums in totals[len(routes) :]:
+        by_mode[sums.route.id][sums.route.tool_update] = sums.cost
+    return SessionCost(tuple(totals[: len(routes)]), calibration, by_mode, prices)
 
 
 def _allows(route: Route, mode: ToolUpdateMode) -> bool:
@@ -107,21 +105,28 @@ def _allows(route: Route, mode: ToolUpdateMode) -> bool:
 
 
 def _summed(
-    reports: Iterable[RequestReport], routes: Sequence[Route], prices: PriceBook, calibration: Calibration | None
+    scanned: Iterable[tuple[ModelRequest, tuple[CacheDiagnostic | None, ...]]],
+    routes: Sequence[Route],
+    prices: PriceBook,
+    *,
+    measured: int,
 ) -> tuple[list[RouteTotals], Calibration]:
-    """Sum every route over the reports; calibrate with `calibration`, or work it out here."""
-    tally = CostTally(routes, prices)
-    for report in reports:
-        tally.add(report)
-    return tally.summed(calibration)
+    """Sum every route over the scan, calibrated by the first `measured` routes (the catalog's; the
+    others are their variants on other tool-update modes)."""
+    tally = CostTally(routes, prices, measured=measured)
+    for request, diagnostics in scanned:
+        tally.add(request, diagnostics)
+    return tally.summed()
 
 
 class CostTally:
-    """The session totals summed one report at a time: an export that writes each report as it is
+    """The session totals summed one request at a time: an export that writes each report as it is
     built sums them in the same pass (`counted`), and has the totals when it is done."""
 
-    def __init__(self, routes: Sequence[Route], prices: PriceBook) -> None:
+    def __init__(self, routes: Sequence[Route], prices: PriceBook, *, measured: int | None = None) -> None:
+        """`measured`: how many of the first routes calibrate the estimate (default: all)."""
         self.prices = prices
+        self._measured = len(routes) if measured is None else measured
         self._totals = [RouteTotals(route) for route in routes]
         self._estimated = [[0, 0] for _ in routes]
         """Per route, the summed (input, cached) estimates of the requests it did not run."""
@@ -131,36 +136,36 @@ class CostTally:
         """(estimated input, recorded input) of each request on the route that ran it."""
 
     def counted(self, reports: Iterable[RequestReport]) -> Iterator[RequestReport]:
-        """`reports`, each added as it passes."""
+        """`reports` (of these routes), each added as it passes."""
         for report in reports:
-            self.add(report)
+            self.add(report.request, tuple(item.cache for item in report.routes))
             yield report
 
-    def add(self, report: RequestReport) -> None:
-        usage = report.request.outcome.usage if isinstance(report.request.outcome, AssistantItem) else None
-        for index, route_report in enumerate(report.routes):
-            sums, cache = self._totals[index], route_report.cache
+    def add(self, request: ModelRequest, diagnostics: tuple[CacheDiagnostic | None, ...]) -> None:
+        """One request's diagnostic on each route, in the routes' order."""
+        usage = request.outcome.usage if isinstance(request.outcome, AssistantItem) else None
+        for index, cache in enumerate(diagnostics):
+            sums = self._totals[index]
             if cache is None:
                 continue
             _count(sums, cache)
             if usage is not None:
                 sums.output_tokens += usage.output
-            if usage is not None and report.request.route == route_report.route.id:
+            if usage is not None and request.route == sums.route.id:
                 sums.recorded_requests += 1
                 sums.input_tokens += usage.input
                 sums.cached_tokens += usage.cache_read
-                self._pairs.append((cache.tokens.input, usage.input))
+                if index < self._measured:
+                    self._pairs.append((cache.tokens.input, usage.input))
                 self._beside[index][0] += cache.tokens.input
                 self._beside[index][1] += cache.tokens.cached
             else:
                 self._estimated[index][0] += cache.tokens.input
                 self._estimated[index][1] += cache.tokens.cached
 
-    def summed(self, calibration: Calibration | None = None) -> tuple[list[RouteTotals], Calibration]:
-        """The totals, calibrated with `calibration` or the one worked out from what was added
-        (once: the estimates are scaled in place)."""
-        if calibration is None:
-            calibration = _calibration(self._pairs)
+    def summed(self) -> tuple[list[RouteTotals], Calibration]:
+        """The totals, calibrated (once: the estimates are scaled into them)."""
+        calibration = _calibration(self._pairs)
         factor = calibration.factor
         for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
             self._totals, self._estimated, self._beside, strict=True

@@ -193,9 +193,9 @@ def iter_reports(
         route_reports = []
         for route in routes:
             if route.id in previous:
-                report = _route_report(request, route, previous[route.id], earlier)
+                report = route_report(request, route, previous[route.id], earlier)
             else:
-                report = _route_report(request, route, None, None, first=True)
+                report = route_report(request, route, None, None, first=True)
             previous[route.id] = report.wire
             route_reports.append(report)
         if only is None or request.index == only:
@@ -231,7 +231,7 @@ def _tools(request: ModelRequest) -> dict[str, ToolDefinition]:
     return {definition.name: definition for definition in tools}
 
 
-def _route_report(
+def route_report(
     request: ModelRequest,
     route: Route,
     previous: WireRequest | None,
