@@ -55,6 +55,7 @@ def run(options: argparse.Namespace, config: Config | None) -> int:
     from app.export.write import write_export
     from app.llm.routes import RouteConfigError
     from app.paths import sessions_dir
+    from app.report.prices import PriceBook
     from app.session.errors import SessionError
     from app.session.ids import session_file
     from app.session.session import Session
@@ -70,7 +71,7 @@ def run(options: argparse.Namespace, config: Config | None) -> int:
     warn_if_torn(session)
     try:
         with open_target(options.output) as stream:
-            write_export(session.view(), routes, options.format, stream)
+            write_export(session.view(), routes, options.format, stream, PriceBook.of(config))
     except ReaderGone:
         return EXIT_OK
     except SessionError as error:

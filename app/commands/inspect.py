@@ -68,6 +68,7 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     from app.paths import sessions_dir
     from app.report.json import write_report_json
     from app.report.model import inspect_requests, iter_reports
+    from app.report.prices import PriceBook
     from app.report.text import render_text
     from app.session.errors import SessionError
     from app.session.ids import session_file
@@ -112,6 +113,7 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
         len(requests),
         reports,
         color=colour_enabled(sys.stdout),
+        prices=PriceBook.of(config),
         bodies=options.body,
         diffs=options.diff,
         full=options.full,

@@ -28,10 +28,14 @@ from app.export.target import Lines
 from app.export.wire_diff import BodyDiffs
 from app.i18n import _, current_language, ngettext
 from app.llm.projection import UpdateBlock, describe_fallback
+from app.report.cost import CostTally, SessionCost, request_cost
+from app.report.cost_text import calibration_line, cheapest_line, prices_line, totals_table
 from app.report.model import RequestReport, RouteReport
+from app.report.prices import PriceBook
 from app.report.wording import (
     block_label,
     block_source,
+    cache_row,
     prefix_text,
     route_about,
     section_labels,
@@ -72,6 +76,7 @@ code { font: 13px/1.4 ui-monospace, monospace; }
 .route p { margin: .4rem 0 .1rem; }
 table { border-collapse: collapse; font-size: .85rem; } td { padding: 0 .6rem 0 0; vertical-align: top; }
 td:not(:last-child) { white-space: nowrap; }
+.cost th { text-align: left; padding: 0 .6rem 0 0; } .cost .number { text-align: right; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 .8rem; margin: .4rem 0; font-size: .9rem; }
 dt { color: #667085; } dd { margin: 0; }
 .diff-add { color: #067647; } .diff-del { color: #b42318; }
@@ -79,13 +84,18 @@ a.ref { font-style: italic; }
 """
 
 
-def write_html(view: IndexedView, reports: Iterator[RequestReport], scrub: Scrubber, stream: TextIO) -> None:
-    _Html(scrub, stream).render(view, reports)
+def write_html(
+    view: IndexedView, reports: Iterator[RequestReport], scrub: Scrubber, stream: TextIO, tally: CostTally
+) -> None:
+    """`reports` pass through `tally` (`CostTally.counted`): the session's cost per route closes
+    the document."""
+    _Html(scrub, stream, tally.prices).render(view, reports, tally)
 
 
 class _Html:
-    def __init__(self, scrub: Scrubber, stream: TextIO) -> None:
+    def __init__(self, scrub: Scrubber, stream: TextIO, prices: PriceBook) -> None:
         self.scrub = scrub
+        self.prices = prices
         self.out = Lines(stream)
         self.turn = 0
         self.texts = Texts()
@@ -133,7 +143,7 @@ class _Html:
 
     # --- the document --------------------------------------------------------------------------
 
-    def render(self, view: IndexedView, reports: Iterator[RequestReport]) -> None:
+    def render(self, view: IndexedView, reports: Iterator[RequestReport], tally: CostTally) -> None:
         header = view.header
         title = _("Session {id}").format(id=header.id)
         self.out += [
@@ -172,6 +182,7 @@ class _Html:
                 self.request(entry)
             else:
                 self.item(entry)
+        self.cost(tally.session_cost())
         self.out.append("</body></html>")
         self.out.flush()
 
@@ -282,6 +293,9 @@ class _Html:
         rows.append((labels["beta"], self.code(report.beta) if report.beta else self.esc(_("none"))))
         if report.projected.fallback:
             rows.append((labels["fallback"], self.esc(describe_fallback(report.projected.fallback))))
+        if report.cache is not None:
+            row = self.marked(cache_row(report.cache, request_cost(route, report.cache, self.prices), self.mark))
+            rows.append((labels["cache"], f'<span class="{"kept" if report.cache.hit else "broken"}">{row}</span>'))
         self.out += [
             f'<article class="route" data-route="{self.esc(route.id)}">',
             f'<h4>{self.code(route.id)}</h4><div class="about">{self.esc(route_about(route))}</div>',
@@ -308,6 +322,26 @@ class _Html:
             body = "\n".join(lines)
             self.out.append(f"<details><summary>{summary}</summary><pre>{body}</pre></details>")
         self.out.append("</article>")
+
+    def cost(self, totals: SessionCost) -> None:
+        """The session's cost per route: the table `toolscope cost` prints, and the cheapest route."""
+        header, rows = totals_table(totals)
+        numbers = range(2, 7)
+
+        def cells(row: list[str], tag: str) -> str:
+            number = ' class="number"'
+            return "".join(
+                f"<{tag}{number if column in numbers else ''}>{self.esc(text)}</{tag}>" for column, text in enumerate(row)
+            )
+
+        self.out += [
+            '<section class="cost" id="cost">',
+            "<h2>" + self.esc(_("Cost per route")) + "</h2>",
+            f"<p>{self.esc(prices_line(totals))}<br>{self.esc(calibration_line(totals))}</p>",
+            f"<table><tr>{cells(header, 'th')}</tr>" + "".join(f"<tr>{cells(row, 'td')}</tr>" for row in rows) + "</table>",
+            f"<p>{self.esc(cheapest_line(totals))}</p>",
+            "</section>",
+        ]
 
     def table(self, label: str, rows: list[str], css: str) -> None:
         if not rows:

@@ -22,10 +22,14 @@ from app.export.scrub import Scrubber
 from app.export.target import Lines
 from app.i18n import _, ngettext
 from app.llm.projection import UpdateBlock, describe_fallback
+from app.report.cost import CostTally, SessionCost, request_cost
+from app.report.cost_text import calibration_line, cheapest_line, prices_line, totals_table
 from app.report.model import RequestReport, RouteReport
+from app.report.prices import PriceBook
 from app.report.wording import (
     block_label,
     block_source,
+    cache_row,
     prefix_text,
     route_about,
     section_labels,
@@ -47,13 +51,20 @@ from app.session.indexed_view import IndexedView
 _BACKTICKS = re.compile("`+")
 
 
-def write_markdown(view: IndexedView, reports: Iterator[RequestReport], scrub: Scrubber, stream: TextIO) -> None:
-    _Markdown(scrub, stream).render(view, reports)
+def write_markdown(
+    view: IndexedView, reports: Iterator[RequestReport], scrub: Scrubber, stream: TextIO, tally: CostTally
+) -> None:
+    """`reports` pass through `tally` (`CostTally.counted`): the session's cost per route closes
+    the document."""
+    markdown = _Markdown(scrub, stream, tally.prices)
+    markdown.render(view, reports)
+    markdown.cost(tally.session_cost())
 
 
 class _Markdown:
-    def __init__(self, scrub: Scrubber, stream: TextIO) -> None:
+    def __init__(self, scrub: Scrubber, stream: TextIO, prices: PriceBook) -> None:
         self.scrub = scrub
+        self.prices = prices
         self.out = Lines(stream, trim_end=True)
         self.turn = 0
         self.texts = Texts()
@@ -217,6 +228,22 @@ class _Markdown:
             for block, position in report.blocks
         ]
         self.out.append(f"  - {labels['blocks']}: " + ("; ".join(blocks) or _("none")))
+        if report.cache is not None:
+            cost = request_cost(report.route, report.cache, self.prices)
+            self.out.append(f"  - {labels['cache']}: " + cache_row(report.cache, cost, self.code))
+
+    def cost(self, totals: SessionCost) -> None:
+        """The session's cost per route: the table `toolscope cost` prints, and the cheapest route."""
+        header, rows = totals_table(totals)
+        numbers = range(2, 7)
+        self.out += ["## " + _("Cost per route"), "", prices_line(totals), "", calibration_line(totals), ""]
+        self.out += [
+            "| " + " | ".join(header) + " |",
+            "| " + " | ".join("---:" if column in numbers else "---" for column in range(len(header))) + " |",
+        ]
+        self.out += ["| " + " | ".join([self.code(row[0]), *row[1:]]) + " |" for row in rows]
+        self.out += ["", cheapest_line(totals)]
+        self.out.flush()
 
     def block_content(self, block: UpdateBlock) -> str:
         """A block's tool name, or its instructions text (where it is shown, when it is large: an

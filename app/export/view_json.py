@@ -33,6 +33,8 @@ from app.session.view_items import (
 if TYPE_CHECKING:  # the trajectory imports this module for its item fields, not to export
     from app.export.scrub import Scrubber
     from app.export.target import Lines
+    from app.report.cost import CostTally
+    from app.report.model import RequestReport
     from app.session.indexed_view import IndexedView
 
 FORMAT = "toolscope-session-view"
@@ -55,11 +57,28 @@ def view_json(view: SessionView | IndexedView) -> dict[str, Any]:
     return {key: list(value) if isinstance(value, Iterator) else value for key, value in _sections(view).items()}
 
 
-def write_view_json(view: SessionView | IndexedView, scrub: Scrubber, out: Lines) -> None:
-    """`scrub.json(view_json(view))`, written as each item, turn and request is read."""
+def write_view_json(
+    view: SessionView | IndexedView,
+    scrub: Scrubber,
+    out: Lines,
+    reports: Iterator[RequestReport],
+    tally: CostTally,
+) -> None:
+    """`scrub.json(view_json(view))`, written as each item, turn and request is read, with each
+    request's cache diagnostic per route (`reports`, one per request in order, passing through
+    `tally`) and, last, the session's cost per route."""
+    from app.report.cost_json import cost_json
+    from app.report.json import cache_json
+
+    def costed(request: ModelRequest, report: RequestReport) -> dict[str, Any]:
+        return {**_request_json(request), "cache": {item.route.id: cache_json(item.cache) for item in report.routes}}
+
+    sections = _sections(view) | {"requests": map(costed, view.requests, reports), "cost": lambda: cost_json(tally.session_cost())}
     out.write("{")
-    for number, (key, value) in enumerate(_sections(view).items()):
+    for number, (key, value) in enumerate(sections.items()):
         out.write(("," if number else "") + f"\n  {json.dumps(key)}: ")
+        if callable(value):
+            value = value()
         if not isinstance(value, Iterator):
             out.write(_indented(scrub.json(value), "  "))
             continue

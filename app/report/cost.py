@@ -16,7 +16,7 @@ as Claude Code sets). A route with no known price has tokens and no cost.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import get_args
@@ -24,6 +24,7 @@ from typing import get_args
 from app.llm.routes import Route, ToolUpdateMode
 from app.report.cache import CacheCause, CacheDiagnostic
 from app.report.cache_scan import scan_caches
+from app.report.model import RequestReport
 from app.report.prices import PriceBook, TokenCounts
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem
@@ -112,17 +113,39 @@ def _summed(
 ) -> tuple[list[RouteTotals], Calibration]:
     """Sum every route over the scan, calibrated by the first `measured` routes (the catalog's; the
     others are their variants on other tool-update modes)."""
-    estimated = [[0, 0] for _ in routes]
-    """Per route, the summed (input, cached) estimates of the requests it did not run."""
-    beside = [[0, 0] for _ in routes]
-    """Per route, the same of the requests it ran and recorded."""
-    totals = [RouteTotals(route) for route in routes]
-    pairs: list[tuple[int, int]] = []
-    """(estimated input, recorded input) of each request on the route that ran it."""
+    tally = CostTally(routes, prices, measured=measured)
     for request, diagnostics in scanned:
+        tally.add(request, diagnostics)
+    return tally.summed()
+
+
+class CostTally:
+    """The session totals summed one request at a time: an export that writes each report as it is
+    built sums them in the same pass (`counted`), and has the totals when it is done."""
+
+    def __init__(self, routes: Sequence[Route], prices: PriceBook, *, measured: int | None = None) -> None:
+        """`measured`: how many of the first routes calibrate the estimate (default: all)."""
+        self.prices = prices
+        self._measured = len(routes) if measured is None else measured
+        self._totals = [RouteTotals(route) for route in routes]
+        self._estimated = [[0, 0] for _ in routes]
+        """Per route, the summed (input, cached) estimates of the requests it did not run."""
+        self._beside = [[0, 0] for _ in routes]
+        """Per route, the same of the requests it ran and recorded."""
+        self._pairs: list[tuple[int, int]] = []
+        """(estimated input, recorded input) of each request on the route that ran it."""
+
+    def counted(self, reports: Iterable[RequestReport]) -> Iterator[RequestReport]:
+        """`reports` (of these routes), each added as it passes."""
+        for report in reports:
+            self.add(report.request, tuple(item.cache for item in report.routes))
+            yield report
+
+    def add(self, request: ModelRequest, diagnostics: tuple[CacheDiagnostic | None, ...]) -> None:
+        """One request's diagnostic on each route, in the routes' order."""
         usage = request.outcome.usage if isinstance(request.outcome, AssistantItem) else None
         for index, cache in enumerate(diagnostics):
-            sums = totals[index]
+            sums = self._totals[index]
             if cache is None:
                 continue
             _count(sums, cache)
@@ -132,23 +155,32 @@ def _summed(
                 sums.recorded_requests += 1
                 sums.input_tokens += usage.input
                 sums.cached_tokens += usage.cache_read
-                if index < measured:
-                    pairs.append((cache.tokens.input, usage.input))
-                beside[index][0] += cache.tokens.input
-                beside[index][1] += cache.tokens.cached
+                if index < self._measured:
+                    self._pairs.append((cache.tokens.input, usage.input))
+                self._beside[index][0] += cache.tokens.input
+                self._beside[index][1] += cache.tokens.cached
             else:
-                estimated[index][0] += cache.tokens.input
-                estimated[index][1] += cache.tokens.cached
-    calibration = _calibration(pairs)
-    factor = calibration.factor
-    for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
-        totals, estimated, beside, strict=True
-    ):
-        sums.input_tokens += round(factor * input_tokens)
-        sums.cached_tokens += round(factor * cached_tokens)
-        sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
-        sums.cost = prices.cost(sums.route, _token_counts(sums))
-    return totals, calibration
+                self._estimated[index][0] += cache.tokens.input
+                self._estimated[index][1] += cache.tokens.cached
+
+    def summed(self) -> tuple[list[RouteTotals], Calibration]:
+        """The totals, calibrated (once: the estimates are scaled into them)."""
+        calibration = _calibration(self._pairs)
+        factor = calibration.factor
+        for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
+            self._totals, self._estimated, self._beside, strict=True
+        ):
+            sums.input_tokens += round(factor * input_tokens)
+            sums.cached_tokens += round(factor * cached_tokens)
+            sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
+            sums.cost = self.prices.cost(sums.route, _token_counts(sums))
+        return self._totals, calibration
+
+    def session_cost(self) -> SessionCost:
+        """The totals as a `SessionCost` without the other tool-update modes (each would be
+        another pass over the session)."""
+        totals, calibration = self.summed()
+        return SessionCost(tuple(totals), calibration, {}, self.prices)
 
 
 def _count(sums: RouteTotals, cache: CacheDiagnostic) -> None:

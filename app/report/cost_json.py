@@ -11,10 +11,15 @@ from app.report.cost import SessionCost
 
 
 def write_cost_json(out: TextIO, session_id: str, requests: int, cost: SessionCost) -> None:
+    document = {"session": session_id, "requests": requests, **cost_json(cost)}
+    json.dump(document, out, ensure_ascii=False, indent=2)
+    out.write("\n")
+
+
+def cost_json(cost: SessionCost) -> dict[str, Any]:
+    """The totals (the exports carry them too); each route's `by_mode` only where `cost` has it."""
     cheapest = cost.cheapest
-    document = {
-        "session": session_id,
-        "requests": requests,
+    return {
         "prices": {"date": day.isoformat() if (day := cost.prices.data_date) is not None else None},
         "calibration": {
             "factor": cost.calibration.factor,
@@ -39,14 +44,16 @@ def write_cost_json(out: TextIO, session_id: str, requests: int, cost: SessionCo
                     "cached_tokens": totals.estimated_recorded[1],
                 },
                 "cost": _money(totals.cost),
-                "by_mode": {mode: _money(value) for mode, value in cost.by_mode[totals.route.id].items()},
+                **(
+                    {"by_mode": {mode: _money(value) for mode, value in cost.by_mode[totals.route.id].items()}}
+                    if cost.by_mode
+                    else {}
+                ),
             }
             for totals in cost.routes
         ],
         "cheapest": cheapest.route.id if cheapest is not None else None,
     }
-    json.dump(document, out, ensure_ascii=False, indent=2)
-    out.write("\n")
 
 
 def _money(value: Decimal | None) -> Any:

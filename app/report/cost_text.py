@@ -18,9 +18,23 @@ def render_cost_text(session_id: str, requests: int, cost: SessionCost) -> str:
             "Session {id}: {count} request.", "Session {id}: {count} requests.", requests
         ).format(id=printable(session_id), count=requests),
         prices_line(cost),
-        _calibration_line(cost),
+        calibration_line(cost),
         "",
     ]
+    header, rows = totals_table(cost)
+    lines += _table(header, rows, right=range(2, 7))
+    lines += ["", _("On each tool-update mode (estimated):")]
+    mode_rows = [
+        [route_id, *(_mode_cell(costs, mode) for mode in MODES)] for route_id, costs in cost.by_mode.items()
+    ]
+    lines += _table([_("route"), *MODES], mode_rows, right=range(1, len(MODES) + 1))
+    lines += ["", cheapest_line(cost)]
+    return "\n".join(lines) + "\n"
+
+
+def totals_table(cost: SessionCost) -> tuple[list[str], list[list[str]]]:
+    """The header and one row per route of the session totals (the exports show them too); numbers
+    are columns 2 to 6."""
     header = [_("route"), _("mode"), _("requests"), _("hits"), _("input"), _("uncached"), _("cost"), _("misses")]
     rows = [
         [
@@ -35,21 +49,14 @@ def render_cost_text(session_id: str, requests: int, cost: SessionCost) -> str:
         ]
         for totals in cost.routes
     ]
-    lines += _table(header, rows, right=range(2, 7))
-    lines += ["", _("On each tool-update mode (estimated):")]
-    mode_rows = [
-        [route_id, *(_mode_cell(costs, mode) for mode in MODES)] for route_id, costs in cost.by_mode.items()
-    ]
-    lines += _table([_("route"), *MODES], mode_rows, right=range(1, len(MODES) + 1))
+    return header, rows
+
+
+def cheapest_line(cost: SessionCost) -> str:
     cheapest = cost.cheapest
-    lines.append("")
     if cheapest is None or cheapest.cost is None:
-        lines.append(_("No route has a known price: tokens only."))
-    else:
-        lines.append(
-            _("Cheapest: {route} ({cost}).").format(route=cheapest.route.id, cost=money(cheapest.cost))
-        )
-    return "\n".join(lines) + "\n"
+        return _("No route has a known price: tokens only.")
+    return _("Cheapest: {route} ({cost}).").format(route=cheapest.route.id, cost=money(cheapest.cost))
 
 
 def prices_line(cost: SessionCost) -> str:
@@ -59,7 +66,7 @@ def prices_line(cost: SessionCost) -> str:
     return _("Prices: genai-prices data of {date}, and [prices] in config.toml.").format(date=day.isoformat())
 
 
-def _calibration_line(cost: SessionCost) -> str:
+def calibration_line(cost: SessionCost) -> str:
     calibration = cost.calibration
     if calibration.mean_error is None:
         return _("Estimates: 4 characters a token, not calibrated (no request recorded its usage).")

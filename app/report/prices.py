@@ -167,9 +167,25 @@ def _genai_prices_version() -> str:
     return version("genai-prices")
 
 
-@cache
 def _bundled_price(dialect: str, base_url: str, model: str) -> ModelPrice | None:
-    """The bundled data's price for `model` at the provider whose API `base_url` is, else None.
+    """The bundled data's price for `model` at the provider whose API `base_url` is, else None;
+    its source worded now (the language may have changed since the data was read)."""
+    values = _bundled_values(dialect, base_url, model)
+    if values is None:
+        return None
+    version = _genai_prices_version()
+    data_date = _DATA_DATES.get(version)
+    source = (
+        _("genai-prices {version}, data of {date}").format(version=version, date=data_date.isoformat())
+        if data_date is not None
+        else _("genai-prices {version}").format(version=version)
+    )
+    return ModelPrice(**values, source=source)
+
+
+@cache
+def _bundled_values(dialect: str, base_url: str, model: str) -> dict[str, Decimal | None] | None:
+    """The bundled prices of `model` by our field names, read once.
 
     The provider comes from the URL alone (api.deepseek.com, api.anthropic.com, api.openai.com and
     the other hosted APIs the data knows): a local server or a proxy is not that provider's price
@@ -186,14 +202,7 @@ def _bundled_price(dialect: str, base_url: str, model: str) -> ModelPrice | None
     values = {name: _base(getattr(prices, key)) for name, key in _BUNDLED_KEYS.items()}
     if values["input"] is None or values["output"] is None:
         return None
-    version = _genai_prices_version()
-    data_date = _DATA_DATES.get(version)
-    source = (
-        _("genai-prices {version}, data of {date}").format(version=version, date=data_date.isoformat())
-        if data_date is not None
-        else _("genai-prices {version}").format(version=version)
-    )
-    return ModelPrice(**values, source=source)
+    return values
 
 
 @cache

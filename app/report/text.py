@@ -12,10 +12,13 @@ from collections.abc import Sequence
 
 from app.i18n import _, ngettext
 from app.llm.projection import describe_fallback
+from app.report.cost import request_cost
 from app.report.model import RequestReport, RouteReport, ToolChange
+from app.report.prices import PriceBook
 from app.report.wording import (
     block_label,
     block_source,
+    cache_row,
     prefix_text,
     route_about,
     route_reason,
@@ -35,12 +38,15 @@ def render_text(
     reports: Sequence[RequestReport],
     *,
     color: bool,
+    prices: PriceBook,
     bodies: bool = False,
     diffs: bool = False,
     full: bool = False,
 ) -> str:
     """The report; a route whose summary is the one it had at an earlier request takes one line
-    saying since which (unless `full`): most routes stay the same across most requests."""
+    saying since which (unless `full`): most routes stay the same across most requests. Each route
+    also has its cache row (the diagnostic, its tokens, its cost by `prices`), which changes with
+    every request and so is not part of the summary compared."""
     paint = _Painter(color)
     shown_at: dict[str, tuple[int, list[str]]] = {}
     lines = [
@@ -72,16 +78,18 @@ def render_text(
             route_id = route_report.route.id
             heading, body = _heading_lines(route_report, paint), _body_lines(route_report, paint)
             summary = heading + body
+            cache = _cache_lines(route_report, prices)
             wire = _wire_lines(route_report, paint, bodies=bodies, diffs=diffs)
             since, earlier = shown_at.get(route_id, (0, None))
             if summary == earlier and not full:
                 unchanged = _("unchanged since request {n}").format(n=since)
                 # One-line routes in a row are not set apart by blank lines.
-                lines += [*([] if one_line_before else [""]), paint.bold(route_id) + "  " + paint.dim(unchanged)]
+                lines += [*([] if one_line_before else [""]), paint.bold(route_id) + "  " + paint.dim(unchanged), *cache]
                 one_line_before = not wire
             else:
                 shown_at[route_id] = (request.index, summary)
-                lines += ["", *heading, *_reason_lines(route_report, change), *body]
+                # The cache row under the prefix: the route's status first.
+                lines += ["", *heading, *_reason_lines(route_report, change), *body[:1], *cache, *body[1:]]
                 one_line_before = False
             lines += wire
     return "\n".join(lines) + "\n"
@@ -100,6 +108,14 @@ def _reason_lines(report: RouteReport, change: ToolChange | None) -> list[str]:
     follows from the rest)."""
     reason = route_reason(report, change, printable_line)
     return section("why", wrap_cells(reason, TEXT_WIDTH - _value_column())) if reason is not None else []
+
+
+def _cache_lines(report: RouteReport, prices: PriceBook) -> list[str]:
+    """The cache diagnostic, its tokens and its cost (none for a body never sendable)."""
+    if report.cache is None:
+        return []
+    row = cache_row(report.cache, request_cost(report.route, report.cache, prices), printable_line)
+    return section("cache", wrap_cells(row, TEXT_WIDTH - _value_column()))
 
 
 def _body_lines(report: RouteReport, paint: _Painter) -> list[str]:

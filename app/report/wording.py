@@ -3,8 +3,10 @@ state or a prefix reads the same everywhere. Looked up at call time: the languag
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from decimal import Decimal
 
+from app.display import money, token_count
 from app.i18n import _, ngettext
 from app.llm.routes import DEFAULT_BETA_HEADER, Route
 from app.report.cache import CacheCause, CacheDiagnostic
@@ -22,6 +24,7 @@ def section_labels() -> dict[str, str]:
         "blocks": _("Blocks"),
         "body": _("Wire body"),
         "diff": _("Body diff"),
+        "cache": _("Cache"),
     }
 
 
@@ -260,3 +263,92 @@ def cache_text(diagnostic: CacheDiagnostic, quote: Callable[[str], str] = str) -
     if diagnostic.pointer is not None and diagnostic.cause is not CacheCause.CACHE_EXPIRED:
         words = _("{cause} at {pointer}").format(cause=words, pointer=diagnostic.pointer)
     return words
+
+
+SMALLEST_COST = Decimal("0.0001")
+"""The smallest cost `money` shows (a hundredth of a cent); a smaller one is said to be below it."""
+
+
+def cost_words(cost: Decimal | None) -> str:
+    """An estimated cost, or that the route has no price (its tokens are still shown)."""
+    if cost is None:
+        return _("no price")
+    if 0 < cost < SMALLEST_COST:
+        # TRANSLATORS: a cost too small to show in cents, e.g. "< $0.0001".
+        return _("< {cost}").format(cost=money(SMALLEST_COST))
+    # TRANSLATORS: an estimated cost in US dollars, e.g. "≈ $0.0061".
+    return _("≈ {cost}").format(cost=money(cost))
+
+
+def cache_row(diagnostic: CacheDiagnostic, cost: Decimal | None, quote: Callable[[str], str] = str) -> str:
+    """One request on one route: the diagnostic in words, its tokens cached and sent uncached, and
+    what its input costs ("tools changed (+time) at /tools/2 · 1.2k cached, 340 uncached · ≈ $0.0012")."""
+    tokens = diagnostic.tokens
+    # TRANSLATORS: estimated input tokens of one request on one route: the part its prompt cache
+    # serves, and the rest.
+    counts = _("{cached} cached, {uncached} uncached").format(
+        cached=token_count(tokens.cached), uncached=token_count(tokens.uncached)
+    )
+    # TRANSLATORS: between the parts of a route's cache row.
+    separator = _(" · ")
+    return separator.join([cache_text(diagnostic, quote), counts, cost_words(cost)])
+
+
+def change_words(change: ToolChange | None, quote: Callable[[str], str] = str) -> str:
+    """A request's tool change in a few words: "tools changed (+time −grep)"."""
+    if change is None or change.first:
+        return _("first request")
+    if not change.changed:
+        return _("no tool change")
+    names = [f"+{quote(name)}" for name in change.added] + [f"−{quote(name)}" for name in change.removed]
+    names += [f"~{quote(name)}" for name in change.redefined]
+    return _("tools changed ({names})").format(names=" ".join(names))
+
+
+def cost_top_line(
+    number: int,
+    change: ToolChange | None,
+    routes: Sequence[tuple[str, CacheDiagnostic | None, Decimal | None]],
+    quote: Callable[[str], str] = str,
+) -> str:
+    """What request `number` costs on each route, in a line: its tool change, then what each route
+    that misses its cache re-sends uncached and what that costs, then the routes that keep their
+    prefix together ("request 7: tools changed (+a) — deepseek-flash re-sends 41.2k tokens ≈ $0.006;
+    claude-sonnet keeps its prefix"). `routes`: (route id, its diagnostic, what its uncached part
+    costs); routes that read the same are said together."""
+    said: dict[tuple[str, bool, str], list[str]] = {}
+    kept: list[str] = []
+    unsendable: list[str] = []
+    for route_id, diagnostic, cost in routes:
+        if diagnostic is None:
+            unsendable.append(route_id)
+        elif diagnostic.hit:
+            kept.append(route_id)
+        else:
+            priced = cost_words(cost) if cost is not None else _("(no price)")
+            tail = (token_count(diagnostic.tokens.uncached), diagnostic.cause is CacheCause.INITIAL, priced)
+            said.setdefault(tail, []).append(route_id)
+    clauses = []
+    for (tokens, initial, priced), ids in said.items():
+        if initial:
+            text = ngettext(
+                "{routes} sends {tokens} tokens uncached {cost}",
+                "{routes} send {tokens} tokens uncached {cost}",
+                len(ids),
+            )
+        else:
+            text = ngettext(
+                "{routes} re-sends {tokens} tokens {cost}", "{routes} re-send {tokens} tokens {cost}", len(ids)
+            )
+        clauses.append(text.format(routes=", ".join(ids), tokens=tokens, cost=priced))
+    if kept:
+        clauses.append(
+            ngettext("{routes} keeps its prefix", "{routes} keep their prefix", len(kept)).format(routes=", ".join(kept))
+        )
+    if unsendable:
+        clauses.append(_("{routes} cannot send it").format(routes=", ".join(unsendable)))
+    # TRANSLATORS: between the routes of the inspector's cost line.
+    separator = _("; ")
+    return _("Request {n}: {change} — {routes}").format(
+        n=number, change=change_words(change, quote), routes=separator.join(clauses)
+    )

@@ -400,9 +400,10 @@ class ToolscopeApp(LiteralApp[None]):
 
     def action_inspect(self) -> None:
         """The inspector on the latest request, following the session as it is logged."""
+        from app.report.prices import PriceBook
         from app.ui.screens.inspector import InspectorScreen
 
-        self.push_screen(InspectorScreen(follow_latest=True))
+        self.push_screen(InspectorScreen(follow_latest=True, prices=PriceBook.of(self.options.config)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """On the inspector, its own key does not open another one (nor shows in the footer)."""

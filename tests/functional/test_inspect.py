@@ -21,6 +21,7 @@ from app.cli import _build_parser
 from app.commands.inspect import run
 from app.llm.routes import DEFAULT_BETA_HEADER, DEFAULT_TOOL_UPDATE_BETA, load_catalog
 from app.report.model import inspect_requests
+from app.report.prices import PriceBook
 from app.report.text import render_text
 from app.session.session import Session
 from app.session.store import SessionStore
@@ -430,8 +431,9 @@ def test_text_report_colours_only_when_asked(example):
     path, _developer = example
     requests = Session.open(path).view().requests
     reports = inspect_requests(requests, [CATALOG.get(MODES["none"][0])], only=3)
-    assert "\x1b[31m" in render_text(path.stem, len(requests), reports, color=True)
-    assert "\x1b[" not in render_text(path.stem, len(requests), reports, color=False)
+    prices = PriceBook.of(None)
+    assert "\x1b[31m" in render_text(path.stem, len(requests), reports, color=True, prices=prices)
+    assert "\x1b[" not in render_text(path.stem, len(requests), reports, color=False, prices=prices)
 
 
 def test_a_request_without_history_falls_back_on_routes_that_send_updates(tmp_path, capsys):

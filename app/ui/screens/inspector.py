@@ -1,8 +1,9 @@
 """The inspector screen: one request of a session, every route side by side (`Inspector`).
 
 Over any app that shows a session (`app.ui.contract.SessionHost`): it reads the session view from
-`source` (default: `app.view()`) and the routes from `routes` (default: the app's catalog), and
-builds the request's report with the report model (`inspect_requests`, only that request and the
+`source` (default: `app.view()`) and the routes from `routes` (default: the app's catalog), costs
+them by `prices` (default: the genai-prices data alone; the chat passes its config's), and builds
+the request's report with the report model (`inspect_requests`, only that request and the
 one before it). When the app has a `session_advanced` signal (the chat publishes it after every
 logged event), the screen follows
 the session live: the report is read again when a request is logged or the session is replaced,
@@ -28,6 +29,7 @@ from textual.widgets import Checkbox
 from app.i18n import N_, _
 from app.llm.routes import Route
 from app.report.model import RequestReport, inspect_requests
+from app.report.prices import PriceBook
 from app.session.view import SessionView
 from app.ui import keymap
 from app.ui.contract import session_host
@@ -94,10 +96,13 @@ class InspectorScreen(Screen[None]):
         source: ViewSource | None = None,
         routes: Sequence[Route] | None = None,
         shown: Sequence[str] | None = None,
+        prices: PriceBook | None = None,
     ) -> None:
         """`request` is a request number (1-based; None: the latest); `follow_latest` defaults to
-        following when no request is named. `shown` limits the routes shown at first."""
+        following when no request is named. `shown` limits the routes shown at first. `prices`
+        costs each route (None: the genai-prices data alone, without [prices] tables)."""
         super().__init__()
+        self.prices = prices if prices is not None else PriceBook.of(None)
         self.request = request
         self.following = request is None if follow_latest is None else follow_latest
         self.mode = InspectorMode.SUMMARY
@@ -136,7 +141,7 @@ class InspectorScreen(Screen[None]):
         chooser = RouteChooser(self.routes, shown)
         chooser.border_title = literal(_("Routes shown"))
         yield chooser
-        yield Inspector(self.routes, id="inspector")
+        yield Inspector(self.routes, self.prices, id="inspector")
         yield LocalizedFooter()
 
     def on_mount(self) -> None:

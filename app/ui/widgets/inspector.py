@@ -1,10 +1,11 @@
 """The inspector's content (docs/architecture.md §10): what every route received for one request, side by side.
 
 It lays out one `RequestReport` of the report model (`app.report.model`), the one `toolscope
-inspect` prints, and computes nothing of its own: the one-line tool change, and per route the line
-that says why, then the prefix, beta header, fallback, declarations and blocks (the summary), the
-wire body, or the body's diff against the previous request on the same route. Everything from the
-session (tool names, texts, bodies) is shown literally and with every API key of the catalog
+inspect` prints, and computes nothing of its own: the one-line tool change, the cost line (what the
+request costs on the routes chosen, priced by `app.report.cost`), and per route the line that says
+why, its cache row, then the prefix, beta header, fallback, declarations and blocks (the summary),
+the wire body, or the body's diff against the previous request on the same route. Everything from
+the session (tool names, texts, bodies) is shown literally and with every API key of the catalog
 redacted (`Scrubber`).
 
 The routes are paged: as many columns as fit at `MIN_COLUMN_WIDTH` share the width, and the pager
@@ -14,8 +15,10 @@ beside the mode line counts them ("Routes 1–2 of 6") with an arrow to click on
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from enum import StrEnum
 
+from rich.cells import cell_len, set_cell_size
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -27,12 +30,17 @@ from app.export.scrub import Scrubber
 from app.i18n import _, ngettext
 from app.llm.projection import describe_fallback
 from app.llm.routes import Route
+from app.report.cache import CacheDiagnostic
+from app.report.cost import request_cost, resent_cost
 from app.report.model import RequestReport, RouteReport, ToolChange
-from app.report.text import cell_width, pad_cells
+from app.report.prices import PriceBook
+from app.report.text import cell_width, pad_cells, wrap_cells
 from app.report.wording import (
     beta_note,
     block_label,
     block_source,
+    cache_row,
+    cost_top_line,
     prefix_text,
     route_about,
     route_reason,
@@ -77,6 +85,7 @@ class RouteColumn(VerticalScroll):
         yield Static(classes="route-title")
         yield Static(classes="route-about")
         yield Static(classes="route-why")
+        yield Static(classes="route-cost")
         yield Static(classes="route-content")
 
     def show(
@@ -86,6 +95,7 @@ class RouteColumn(VerticalScroll):
         mode: InspectorMode,
         scrub: Scrubber,
         same_as: Route | None,
+        prices: PriceBook,
     ) -> None:
         """`same_as`: an earlier route shown whose summary is this one's (said instead of it)."""
         self.query_one(".route-title", Static).update(literal(scrub.line(self.route.id)))
@@ -94,7 +104,19 @@ class RouteColumn(VerticalScroll):
         reason = route_reason(report, change)
         why.display = reason is not None
         why.update(literal(scrub.line(reason or "")))
+        cost = self.query_one(".route-cost", Static)
+        cost.display = report.cache is not None
+        if report.cache is not None:
+            cost.update(_cache_row(report.cache, request_cost(self.route, report.cache, prices), scrub))
         self.query_one(".route-content", Static).update(_content(report, mode, scrub, same_as))
+
+
+def _cache_row(cache: CacheDiagnostic, cost: Decimal | None, scrub: Scrubber) -> Content:
+    """"Cache: " and the diagnostic, its tokens and its cost, green on a hit."""
+    row = cache_row(cache, cost, scrub.line)
+    return Content.assemble(
+        (labelled(section_labels()["cache"]), "bold"), (row, "$text-success" if cache.hit else "$text-warning")
+    )
 
 
 def _content(report: RouteReport, mode: InspectorMode, scrub: Scrubber, same_as: Route | None) -> Content:
@@ -223,12 +245,15 @@ class RoutePager(Horizontal):
 
 
 class Inspector(Vertical):
-    """The request's heading and tool-change line, the mode and the pager, and one column per route
-    on the page."""
+    """The request's heading, tool-change line and cost line, the mode and the pager, and one column
+    per route on the page."""
 
-    def __init__(self, routes: Sequence[Route], *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
+    def __init__(self, routes: Sequence[Route], prices: PriceBook, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self.routes = tuple(routes)
+        self.prices = prices
+        self._cost_line = ""
+        """The request's cost line, whole: it is cut to the width on every resize."""
         self.scrub = Scrubber.for_routes(self.routes)
         self._chosen: list[str] = [route.id for route in self.routes]
         self._first = 0
@@ -238,6 +263,7 @@ class Inspector(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="inspector-request")
         yield Static(id="inspector-change")
+        yield Static(id="inspector-cost")
         with Horizontal(id="inspector-bar"):
             yield Static(id="inspector-mode")
             yield RoutePager(id="route-pager")
@@ -263,6 +289,7 @@ class Inspector(Vertical):
 
     def on_resize(self) -> None:
         self._lay_out()
+        self._show_cost_line()
 
     def _per_page(self) -> int:
         return max(1, self.size.width // MIN_COLUMN_WIDTH)
@@ -294,6 +321,8 @@ class Inspector(Vertical):
         if report is None:
             heading.update(styled(_("This session has no model requests yet."), "bold"))
             change.update("")
+            self._cost_line = ""
+            self._show_cost_line()
             self.query_one("#inspector-bar").display = False
             self.query_one("#inspector-routes").display = False
             return
@@ -322,7 +351,29 @@ class Inspector(Vertical):
                 same_as[route_report.route.id] = first.route
         for column in self.columns:
             route_report = by_id[column.route.id]
-            column.show(route_report, report.tool_change, mode, self.scrub, same_as.get(column.route.id))
+            column.show(route_report, report.tool_change, mode, self.scrub, same_as.get(column.route.id), self.prices)
+        self._cost_line = cost_top_line(
+            report.request.index,
+            report.tool_change,
+            [(route_report.route.id, route_report.cache, self._resent(route_report)) for route_report in chosen],
+            self.scrub.line,
+        )
+        self._show_cost_line()
+
+    def _resent(self, report: RouteReport) -> Decimal | None:
+        """What the part the route sends uncached costs (only a miss is said with its cost)."""
+        if report.cache is None or report.cache.hit:
+            return None
+        return resent_cost(report.route, report.cache, self.prices)
+
+    def _show_cost_line(self) -> None:
+        """The cost line in at most two lines of the width, cut at the end with "…"."""
+        width = max(self.size.width - 2, 20) if self.size.width else 78
+        lines = wrap_cells(self._cost_line, width)
+        if len(lines) > 2:
+            second = lines[1] if cell_len(lines[1]) < width else set_cell_size(lines[1], width - 1).rstrip()
+            lines = [lines[0], second + "…"]
+        self.query_one("#inspector-cost", Static).update(literal("\n".join(lines)))
 
     def _heading(self, report: RequestReport, total: int, *, following: bool) -> Content:
         request = report.request

@@ -71,3 +71,10 @@ def test_six_routes_paged_at_each_width(app, snap_compare, size) -> None:
 
 def test_the_next_page_of_six_routes(app, snap_compare) -> None:
     assert snap_compare(app, terminal_size=(120, 40), run_before=inspecting(4, "right", shown=None))
+
+
+def test_the_cost_line_and_each_routes_cost_row(app, snap_compare) -> None:
+    """Request 5 adds grep back: two routes re-send their prefix, the in-history ones keep it, the
+    offline route has no price."""
+    shown = ["deepseek/deepseek-flash", "openai/gpt", "anthropic/claude-sonnet", "offline/demo"]
+    assert snap_compare(app, terminal_size=(120, 40), run_before=inspecting(5, shown=shown))

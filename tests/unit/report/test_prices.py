@@ -253,3 +253,16 @@ def test_importing_the_prices_loads_neither_the_data_nor_an_interface():
     assert result.returncode == 0, result.stderr
     roots = {name.partition(".")[0] for name in json.loads(result.stdout)}
     assert roots & {"genai_prices", "httpx2", "pydantic", "textual", "rich"} == set()
+
+
+def test_the_source_is_worded_in_the_language_of_the_moment():
+    """The bundled data is read once per model; its source's words are not (the inspector prices in
+    Chinese, `toolscope cost` later in English in the same process)."""
+    before = i18n.current_language()
+    i18n.set_language("zh_CN")
+    try:
+        chinese = PriceBook.of(None).price(GPT).source
+    finally:
+        i18n.set_language(before)
+    assert chinese != BUNDLED and "2026-11-09" in chinese
+    assert PriceBook.of(None).price(GPT).source == BUNDLED
