@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import get_args
 
+from app.llm.deepseek.body import WireRequest
 from app.llm.routes import Route, ToolUpdateMode
 from app.report.cache import CacheCause, CacheDiagnostic
-from app.report.model import RequestReport, iter_reports
+from app.report.model import RequestReport, iter_reports, report_after
 from app.report.prices import PriceBook, TokenCounts
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem
@@ -110,43 +111,80 @@ def _summed(
     reports: Iterable[RequestReport], routes: Sequence[Route], prices: PriceBook, calibration: Calibration | None
 ) -> tuple[list[RouteTotals], Calibration]:
     """Sum every route over the reports; calibrate with `calibration`, or work it out here."""
-    estimated = [[0, 0] for _ in routes]
-    """Per route, the summed (input, cached) estimates of the requests it did not run."""
-    beside = [[0, 0] for _ in routes]
-    """Per route, the same of the requests it ran and recorded."""
-    totals = [RouteTotals(route) for route in routes]
+    tallies = [_Tally(route) for route in routes]
     pairs: list[tuple[int, int]] = []
     """(estimated input, recorded input) of each request on the route that ran it."""
     for report in reports:
-        usage = report.request.outcome.usage if isinstance(report.request.outcome, AssistantItem) else None
-        for index, route_report in enumerate(report.routes):
-            sums, cache = totals[index], route_report.cache
-            if cache is None:
-                continue
-            _count(sums, cache)
-            if usage is not None:
-                sums.output_tokens += usage.output
-            if usage is not None and report.request.route == route_report.route.id:
-                sums.recorded_requests += 1
-                sums.input_tokens += usage.input
-                sums.cached_tokens += usage.cache_read
-                pairs.append((cache.tokens.input, usage.input))
-                beside[index][0] += cache.tokens.input
-                beside[index][1] += cache.tokens.cached
-            else:
-                estimated[index][0] += cache.tokens.input
-                estimated[index][1] += cache.tokens.cached
+        for tally, route_report in zip(tallies, report.routes, strict=True):
+            if route_report.cache is not None:
+                tally.add(report.request, route_report.cache, pairs)
     if calibration is None:
         calibration = _calibration(pairs)
-    factor = calibration.factor
-    for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
-        totals, estimated, beside, strict=True
-    ):
+    return [tally.totals(calibration.factor, prices) for tally in tallies], calibration
+
+
+class _Tally:
+    """One route's sums as requests are added, before they are calibrated and priced."""
+
+    def __init__(self, route: Route) -> None:
+        self.sums = RouteTotals(route)
+        self.estimated = [0, 0]
+        """The summed (input, cached) estimates of the requests the route did not run."""
+        self.beside = [0, 0]
+        """The same of the requests it ran and recorded."""
+
+    def add(self, request: ModelRequest, cache: CacheDiagnostic, pairs: list[tuple[int, int]]) -> None:
+        sums = self.sums
+        usage = request.outcome.usage if isinstance(request.outcome, AssistantItem) else None
+        _count(sums, cache)
+        if usage is not None:
+            sums.output_tokens += usage.output
+        if usage is not None and request.route == sums.route.id:
+            sums.recorded_requests += 1
+            sums.input_tokens += usage.input
+            sums.cached_tokens += usage.cache_read
+            pairs.append((cache.tokens.input, usage.input))
+            self.beside[0] += cache.tokens.input
+            self.beside[1] += cache.tokens.cached
+        else:
+            self.estimated[0] += cache.tokens.input
+            self.estimated[1] += cache.tokens.cached
+
+    def totals(self, factor: float, prices: PriceBook) -> RouteTotals:
+        """The sums with the estimates calibrated by `factor`, priced (a copy: more may be added)."""
+        sums = replace(self.sums, breaks=Counter(self.sums.breaks))
+        (input_tokens, cached_tokens), (recorded_input, recorded_cached) = self.estimated, self.beside
         sums.input_tokens += round(factor * input_tokens)
         sums.cached_tokens += round(factor * cached_tokens)
         sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
         sums.cost = prices.cost(sums.route, _token_counts(sums))
-    return totals, calibration
+        return sums
+
+
+class RunningCost:
+    """One route's totals over a session's requests, added one at a time as they are logged (the
+    status line): the previous request's body on the route is kept, so each costs one report step,
+    and the session's estimates are calibrated against this route's own records."""
+
+    def __init__(self, route: Route, prices: PriceBook) -> None:
+        self.route = route
+        self._prices = prices
+        self._tally = _Tally(route)
+        self._pairs: list[tuple[int, int]] = []
+        self._earlier: ModelRequest | None = None
+        self._body: WireRequest | None = None
+        self.requests = 0
+        """How many requests were added."""
+
+    def add(self, request: ModelRequest) -> None:
+        report = report_after(request, self.route, self._earlier, self._body)
+        self._earlier, self._body = request, report.wire
+        self.requests += 1
+        if report.cache is not None:
+            self._tally.add(request, report.cache, self._pairs)
+
+    def totals(self) -> RouteTotals:
+        return self._tally.totals(_calibration(self._pairs).factor, self._prices)
 
 
 def _count(sums: RouteTotals, cache: CacheDiagnostic) -> None:

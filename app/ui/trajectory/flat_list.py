@@ -150,7 +150,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         at the cursor, the cursor's, padded to the width."""
         base = self._base_style
         console = self.app.console
-        label = highlighted(entry_label(entry), self.words)
+        label = highlighted(entry_label(entry, self.model.cache_marks), self.words)
         segments = [
             Segment(f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
             Segment("  " * _depth(entry)),

@@ -31,7 +31,8 @@ from app.session.errors import SessionError
 from app.session.events import Envelope
 from app.session.view import ModelRequest, SessionView
 from app.terminal import printable_line
-from app.trajectory.entries import KINDS, PRESETS, Entry, preset_named, step_from
+from app.trajectory.cache_marks import CacheMarks, cache_breaks
+from app.trajectory.entries import KINDS, PRESETS, Entry, breaks_matter, preset_named, step_from
 from app.trajectory.indexed import Trajectory, classification_matters
 from app.trajectory.model import TrajectoryModel
 from app.trajectory.source import TrajectorySource
@@ -89,6 +90,7 @@ class TrajectoryScreen(Screen[None]):
         self._match_note = ""
         self._search_note = ""
         self._classify_note = ""
+        self._breaks_note = ""
         self._validation_note = ""
         self._searches = 0  # the search under way is the latest while this is its number
         self._detail_timer: Timer | None = None
@@ -232,6 +234,8 @@ class TrajectoryScreen(Screen[None]):
         self._show_model(self._model_of(view))
 
     def _show_model(self, model: Trajectory) -> None:
+        if model.view is not None:
+            model.cache_marks = CacheMarks(model.view.requests, session_host(self.app).catalog)
         self.model = model
         self._tree.model = model
         self._tree.words = ()
@@ -250,6 +254,10 @@ class TrajectoryScreen(Screen[None]):
             self._show_view(view)
             return
         new = model.update(view)
+        if model.breaks_found and model.cache_marks is not None:
+            marks = model.cache_marks
+            model.mark_breaks([entry.seq for entry in new if marks.broken(entry) is not None])
+            new = [model.by_seq[entry.seq] for entry in new]
         self._tree.add_entries(new)
         self._list.add_entries(new)
         self._show_title()
@@ -278,7 +286,7 @@ class TrajectoryScreen(Screen[None]):
         ]
         if self._match_note:
             parts.append(self._match_note)
-        for note in (self._search_note, self._classify_note):
+        for note in (self._search_note, self._classify_note, self._breaks_note):
             if note:
                 parts.append(note)
         if self._validation_note:
@@ -300,9 +308,14 @@ class TrajectoryScreen(Screen[None]):
         than moving the cursor, and a held arrow key should not wait for each one."""
         if self._detail_timer is not None:
             self._detail_timer.stop()
-        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.query_one(TrajectoryDetail).show(entry))
+        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self._show_detail_now(entry))
         if entry is not None and entry.request is not None:
             self.post_message(self.RequestSelected(entry.request))
+
+    def _show_detail_now(self, entry: Entry | None) -> None:
+        marks = self.model.cache_marks
+        broken = marks.broken(entry) if marks is not None and entry is not None else None
+        self.query_one(TrajectoryDetail).show(entry, broken)
 
     @on(Tree.NodeHighlighted, "#trajectory-tree")
     def _tree_highlighted(self, event: Tree.NodeHighlighted[NodeData]) -> None:
@@ -376,7 +389,57 @@ class TrajectoryScreen(Screen[None]):
             tree.scroll_to(y=max(tree.cursor_line - row, 0), animate=False, immediate=True)
         if self._query:
             self._search(self._query)
+        if breaks_matter(kinds) and not self.model.breaks_found and self.loaded:
+            self._find_breaks(self.model)
         self._show_detail(self.current_entry)
+        self._show_title()
+
+    def _find_breaks(self, model: Trajectory) -> None:
+        """Every request's cache diagnostic, in a thread reading the log through a session of its
+        own (a lazy view is not shared across threads), the title showing how far it got; then the
+        filter shows the requests whose cache broke."""
+        if model.view is None:
+            return
+        path, total = model.view.chain.path, len(model.view.requests)  # type: ignore[attr-defined]  # an IndexedView
+        routes = list(session_host(self.app).catalog)
+        report = self._reporter(self._show_finding_breaks)
+
+        def find() -> None:
+            from itertools import islice
+
+            from app.session.session import Session
+
+            try:
+                requests = islice(Session.open(path).view().requests, total)
+                seqs = cache_breaks(requests, routes, report, total)
+            except (SessionError, OSError) as error:
+                self.app.call_from_thread(self._breaks_failed, str(error))
+                return
+            self.app.call_from_thread(self._breaks_found, model, seqs, total)
+
+        self.run_worker(find, group="trajectory-breaks", exclusive=True, thread=True)
+
+    def _show_finding_breaks(self, percent: int) -> None:
+        self._breaks_note = _("finding cache breaks {percent}%").format(percent=percent)
+        self._show_title()
+
+    def _breaks_failed(self, reason: str) -> None:
+        self._breaks_note = ""
+        self.notify(printable_line(reason), title=_("Finding the cache breaks stopped"), severity="error")
+        self._show_title()
+
+    def _breaks_found(self, model: Trajectory, seqs: list[int], total: int) -> None:
+        """Mark what the pass found, and the requests logged since it started (a live session)."""
+        marks = model.cache_marks
+        if marks is not None and model.view is not None:
+            seqs += [
+                request.seq for request in model.view.requests[total:] if marks.broken_request(request) is not None
+            ]
+        model.mark_breaks(seqs)
+        model.breaks_found = True
+        self._breaks_note = ""
+        if model is self.model and breaks_matter(self.kinds):
+            self.set_kinds(self.kinds)
         self._show_title()
 
     def action_search(self) -> None:
