@@ -137,6 +137,11 @@ class TrajectoryList(ScrollView, can_focus=True):
         self.words = ()
         self._strips.clear()
 
+    def redraw(self) -> None:
+        """Draw the rows again (their requests' cache marks are known now)."""
+        self._strips.clear()
+        self.refresh()
+
     def highlight(self, words: tuple[str, ...]) -> None:
         """Mark the search's words in the rows."""
         if words != self.words:

@@ -20,17 +20,18 @@ from app.agent.runtime import catalog_from
 from app.config import load_config
 from app.report.cache import CacheCause
 from app.session.session import Session
-from app.trajectory.cache_marks import CacheMarks, cache_breaks
+from app.trajectory.cache_marks import Diagnoses, cache_breaks, is_break
 from app.trajectory.entries import CACHE_BREAK, PRESETS
 from app.trajectory.indexed import IndexedTrajectory
 from app.trajectory.model import TrajectoryModel
 from app.trajectory.source import SessionFileSource
+from app.ui.messages import PromptSubmitted
 from app.ui.trajectory.app import TrajectoryApp
 from app.ui.trajectory.detail import TrajectoryDetail
 from app.ui.trajectory.screen import TrajectoryScreen
 from benchmarks.sessions import write_large_session
 from tests.functional.e2e.harness import KEY, KEY_ENV
-from tests.functional.ui.chat_support import until
+from tests.functional.ui.chat_support import make_bench, send, until
 from tests.functional.ui.trajectory_support import TOOLSCOPE, _normalized
 from tests.support.screen import screen_rows
 
@@ -105,7 +106,7 @@ async def test_a_request_that_broke_its_routes_cache_is_marked_with_the_cause(br
     async with viewer(session, config).run_test(size=SIZE) as pilot:
         await loaded(pilot)
         await pilot.press("v")  # the flat list: every request's row on the screen
-        await pilot.pause()
+        await until(pilot, lambda: shown(pilot).count("↯") == 2)  # worked out behind the rows drawn
         rows = {row[2]: row[1] for row in (re.search(r"(Request (\d).*)", line) for line in shown(pilot).splitlines()) if row}
         assert "↯ tools changed" in rows["2"] and "↯ tools changed" in rows["4"]
         # The first request writes the cache (not a break); the third is served from it.
@@ -121,7 +122,7 @@ async def test_the_detail_pane_says_why_the_cache_broke(broken) -> None:
             await pilot.press("down")
         detail = screen.query_one(TrajectoryDetail)
         await until(pilot, lambda: f'"seq": {screen.current_entry.seq},' in detail.content.plain)
-        await pilot.pause()
+        await until(pilot, lambda: "│ Prompt cache on" in shown(pilot))
         text = shown(pilot)  # the pane wraps the line at its width
         assert "│ Prompt cache on offline/demo: tools changed" in text
         assert "│ (−calculate) at /tools/5" in text
@@ -157,6 +158,7 @@ def test_the_cache_breaks_preset(broken, snap_compare) -> None:
         await pilot.press("home", "r")  # the first request the filter shows
         detail = screen.query_one(TrajectoryDetail)
         await until(pilot, lambda: f'"seq": {screen.current_entry.seq},' in detail.content.plain)
+        await until(pilot, lambda: "Prompt cache on" in detail.content.plain)
         await pilot.pause()
 
     assert snap_compare(viewer(session, config), terminal_size=SIZE, run_before=run_before)
@@ -166,18 +168,20 @@ def test_the_cache_breaks_preset(broken, snap_compare) -> None:
 
 
 def test_a_large_files_cache_breaks_are_the_rows_a_full_fold_shows_and_each_rows_mark(tmp_path) -> None:
-    """On a generated session (two routes in turn, compactions): the pass finds the requests whose
-    row `CacheMarks` marks, and the lazy trajectory (some segments folded before the marks, the
+    """On a generated session (two routes in turn, compactions): the pass finds the requests the
+    rows' worker (`Diagnoses`, one request at a time) finds broken, and the lazy trajectory (some segments folded before the marks, the
     others after; classified after them) shows them as the full fold does."""
     path = tmp_path / "20260101-000000-a1a1a1.jsonl"
     write_large_session(path, events=1_500, compaction_every=10)
     routes = list(catalog_from(None))
     requests = Session.open(path).view().requests
-    seqs = cache_breaks(requests, routes, lambda done, total: None, len(requests))
-    marks = CacheMarks(requests, routes)
-    assert seqs == [request.seq for request in requests if marks.broken_request(request) is not None]
-    causes = {marks.of(request).cause for request in requests if request.seq in seqs}
+    found = cache_breaks(requests, routes, lambda done, total: None, len(requests))
+    diagnoses = Diagnoses(requests, routes)
+    one_by_one = [(request.index, *diagnoses.of(request.index)) for request in requests]
+    assert found == {seq: (index, diagnostic) for index, seq, diagnostic in one_by_one if is_break(diagnostic)}
+    causes = {diagnostic.cause for _index, diagnostic in found.values()}
     assert {CacheCause.ROUTE_SWITCHED, CacheCause.HISTORY_REWRITTEN} <= causes
+    seqs = sorted(found)
 
     eager = TrajectoryModel()
     eager.update(Session.open(path).folded_view())
@@ -193,3 +197,34 @@ def test_a_large_files_cache_breaks_are_the_rows_a_full_fold_shows_and_each_rows
             (entry.seq, entry.kinds) for entry in eager.rows(kinds)
         ], sorted(kinds)
     assert [entry.seq for entry in lazy.rows(CACHE_BREAK)] == seqs
+
+
+# --- over the chat -------------------------------------------------------------------------------
+
+
+async def test_the_trajectory_over_the_chat_marks_a_break_and_its_preset_follows_the_next_ones(
+    tmp_path, monkeypatch
+) -> None:
+    """The chat's own session on its route (no tool updates): a plugin switched on breaks the
+    prefix; the preset shows it, and a break logged after the pass, with the preset on, appears."""
+    bench = make_bench(tmp_path, monkeypatch)
+    bench.config_lines += NO_UPDATES
+    app = bench.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        app.registry.enable_plugin("calculator")
+        await send(pilot, "use calculate on 6*7")
+        await pilot.press("ctrl+l")
+        await loaded(pilot)
+        await pilot.press("v", *["f"] * 5)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        (only,) = [line for line in shown(pilot).splitlines() if re.search(r"Request \d", line)]
+        assert "Request 2 · offline/demo · ↯ tools changed" in only
+        # A turn logged with the trajectory open on the preset (the pass has run).
+        app.registry.disable_plugin("calculator")
+        app.post_message(PromptSubmitted("thanks"))
+        await until(pilot, lambda: len(app.view().requests) == 4 and not app.turn_running)
+        await until(pilot, lambda: "Request 4 · offline/demo · ↯" in shown(pilot))
+        breaks = [line for line in shown(pilot).splitlines() if re.search(r"Request \d", line)]
+        assert len(breaks) == 2 and "Request 4 · offline/demo · ↯ tools changed" in breaks[1]
