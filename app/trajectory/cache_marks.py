@@ -29,8 +29,9 @@ KNOWN = 4096
 """Diagnostics kept: far more than a screen's rows, a few hundred kilobytes at most."""
 WANTED = 256
 """Requests waiting to be worked out, the latest drawn first: rows scrolled past are dropped."""
-BODIES = 8
-"""Wire bodies kept (each is a whole request): the previous request's, to work out the next one."""
+BODIES = 2
+"""Wire bodies kept (each is a whole request, megabytes on a long history): the previous request's,
+to work out the next one."""
 
 
 def is_break(diagnostic: CacheDiagnostic | None) -> bool:
@@ -42,7 +43,7 @@ class CacheMarks:
     out so far, and the requests drawn before theirs was (`take_wanted`)."""
 
     def __init__(self, wanted: Callable[[], None]) -> None:
-        """`wanted()` is called when a row wants a diagnostic and none was waiting: start the work."""
+        """`wanted()` is called each time a row wants a diagnostic not known nor wanted yet."""
         self._known: OrderedDict[int, CacheDiagnostic | None] = OrderedDict()
         self._wanted: OrderedDict[int, None] = OrderedDict()
         self._on_wanted = wanted
@@ -58,7 +59,7 @@ class CacheMarks:
             self._known.move_to_end(index)
             diagnostic = self._known[index]
             return diagnostic if is_break(diagnostic) else None
-        if not self._wanted:
+        if index not in self._wanted:
             self._on_wanted()
         self._wanted[index] = None
         self._wanted.move_to_end(index)

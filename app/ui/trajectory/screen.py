@@ -51,6 +51,9 @@ from app.ui.trajectory.tree import NodeData, TrajectoryTree, entry_of
 
 DETAIL_DELAY = 0.15
 """Seconds the cursor rests before the JSON pane shows its event."""
+MARKS_DELAY = 0.15
+"""Seconds the rows rest before the cache marks they want are worked out: a worker thread shares
+the interpreter, and keys held down (Page Down) should not wait for it."""
 
 
 class TrajectoryScreen(Screen[None]):
@@ -94,6 +97,7 @@ class TrajectoryScreen(Screen[None]):
         self._breaks_note = ""
         self._breaks_for: Trajectory | None = None  # the model whose cache breaks a pass is finding
         self._marking = False  # a worker is working out the diagnostics of rows drawn without them
+        self._marks_timer: Timer | None = None
         self._diagnoses: Diagnoses | None = None  # the worker's, over a session of its own
         self._validation_note = ""
         self._searches = 0  # the search under way is the latest while this is its number
@@ -401,12 +405,16 @@ class TrajectoryScreen(Screen[None]):
     # --- cache-break marks (app.trajectory.cache_marks) ----------------------------------------------
 
     def _marks_wanted(self) -> None:
-        """Rows were drawn before their requests' diagnostics were known: work them out behind."""
-        if not self._marking:
-            self._marking = True
-            self.call_after_refresh(self._work_out_marks, self.model)
+        """Rows were drawn before their requests' diagnostics were known: work them out behind,
+        once the rows rest."""
+        if self._marking:
+            return  # asked again when it is done
+        if self._marks_timer is not None:
+            self._marks_timer.stop()
+        self._marks_timer = self.set_timer(MARKS_DELAY, lambda: self._work_out_marks(self.model))
 
     def _work_out_marks(self, model: Trajectory) -> None:
+        self._marking = True
         marks = model.cache_marks
         wanted = marks.take_wanted() if marks is not None and model is self.model else []
         if not wanted or model.view is None:
