@@ -7,12 +7,14 @@ log) and keeps the status line's figures; the app owns the agent and the session
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events
+from textual.worker import get_current_worker
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.geometry import Size
@@ -51,14 +53,17 @@ def usage_until(path: Path, total: int) -> Usage:
     return usage
 
 
-def cost_until(path: Path, total: int, route: Route, prices: PriceBook) -> RunningCost:
+def cost_until(path: Path, total: int, route: Route, prices: PriceBook, stop: Callable[[], bool]) -> RunningCost | None:
     """The session's totals on `route` over the first `total` requests of a log (a `Session` of
-    its own, as for `usage_until`)."""
+    its own, as for `usage_until`); None once `stop()` says so (a request can take tens of
+    milliseconds on a long history: a route switch or quitting must not wait for the rest)."""
     from app.report.cost import RunningCost
     from app.session.session import Session
 
     cost = RunningCost(route, prices)
     for request in islice(Session.open(path).view().requests, total):
+        if stop():
+            return None
         cost.add(request)
     return cost
 
@@ -229,11 +234,18 @@ class ChatScreen(Screen[None]):
         self._costing = bool(total) and session is not None
         if self._costing:
             assert session is not None
-            self.run_worker(self._count_cost(session.path, total, host.route), group="cost", exclusive=True)
+            count = partial(self._count_cost, session.path, total, host.route, host.prices())
+            self.run_worker(count, group="cost", exclusive=True, thread=True)
 
-    async def _count_cost(self, path: Path, total: int, route: Route) -> None:
-        cost = await asyncio.to_thread(cost_until, path, total, route, self._host.prices())
-        if route != self._host.route:
+    def _count_cost(self, path: Path, total: int, route: Route, prices: PriceBook) -> None:
+        """In a thread; a worker started since (a route switch) cancels this one."""
+        worker = get_current_worker()
+        cost = cost_until(path, total, route, prices, lambda: worker.is_cancelled)
+        if cost is not None and not worker.is_cancelled:
+            self.app.call_from_thread(self._cost_counted, cost)
+
+    def _cost_counted(self, cost: RunningCost) -> None:
+        if cost.route != self._host.route:
             return  # switched again: that route's worker has the totals
         self._cost, self._costing = cost, False
         self._add_requests()
