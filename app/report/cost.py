@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import get_args
 
+from app.llm.deepseek.body import WireRequest
 from app.llm.routes import Route, ToolUpdateMode
 from app.report.cache import CacheCause, CacheDiagnostic
 from app.report.cache_scan import scan_caches
-from app.report.model import RequestReport
+from app.report.model import RequestReport, report_after
 from app.report.prices import PriceBook, TokenCounts
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem
@@ -164,23 +165,50 @@ class CostTally:
                 self._estimated[index][1] += cache.tokens.cached
 
     def summed(self) -> tuple[list[RouteTotals], Calibration]:
-        """The totals, calibrated (once: the estimates are scaled into them)."""
+        """The totals so far, calibrated and priced (copies: more requests may be added)."""
         calibration = _calibration(self._pairs)
         factor = calibration.factor
-        for sums, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
+        summed = []
+        for running, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
             self._totals, self._estimated, self._beside, strict=True
         ):
+            sums = replace(running, breaks=Counter(running.breaks))
             sums.input_tokens += round(factor * input_tokens)
             sums.cached_tokens += round(factor * cached_tokens)
             sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
             sums.cost = self.prices.cost(sums.route, _token_counts(sums))
-        return self._totals, calibration
+            summed.append(sums)
+        return summed, calibration
 
     def session_cost(self) -> SessionCost:
         """The totals as a `SessionCost` without the other tool-update modes (each would be
         another pass over the session)."""
         totals, calibration = self.summed()
         return SessionCost(tuple(totals), calibration, {}, self.prices)
+
+
+class RunningCost:
+    """One route's totals over a session's requests, added one at a time as they are logged (the
+    status line): the previous request's body on the route is kept, so each costs one report step,
+    and the session's estimates are calibrated against this route's own records."""
+
+    def __init__(self, route: Route, prices: PriceBook) -> None:
+        self.route = route
+        self._tally = CostTally([route], prices)
+        self._earlier: ModelRequest | None = None
+        self._body: WireRequest | None = None
+        self.requests = 0
+        """How many requests were added."""
+
+    def add(self, request: ModelRequest) -> None:
+        report = report_after(request, self.route, self._earlier, self._body)
+        self._earlier, self._body = request, report.wire
+        self.requests += 1
+        self._tally.add(request, (report.cache,))
+
+    def totals(self) -> RouteTotals:
+        (totals,), _calibration = self._tally.summed()
+        return totals
 
 
 def _count(sums: RouteTotals, cache: CacheDiagnostic) -> None:

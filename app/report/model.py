@@ -203,6 +203,17 @@ def iter_reports(
         earlier = request
 
 
+def report_after(
+    request: ModelRequest, route: Route, earlier: ModelRequest | None, previous: WireRequest | None
+) -> RouteReport:
+    """`request`'s report on `route` after `earlier` (the previous request, None for the first),
+    whose body on `route` was `previous` (None: it was not sendable): one step of `iter_reports`, for
+    a view that takes requests one at a time (the trajectory's marks, the status line's totals)."""
+    if earlier is None:
+        return route_report(request, route, None, None, first=True)
+    return route_report(request, route, previous, earlier)
+
+
 def _requests_between(
     requests: Sequence[ModelRequest], first: int, last: int
 ) -> Iterator[ModelRequest]:

@@ -33,9 +33,19 @@ KINDS: dict[str, str] = {
     "compaction": N_("Compactions"),
     "sequence": N_("Sequence boundaries"),
     "header": N_("Request headers"),
+    "cache-break": N_("Cache breaks (requests whose route missed its prompt cache)"),
 }
 """Every kind a filter can show or hide, with its name in the kinds menu (translated when shown).
-Turns and steps always group the tree; their own toggles show or hide their rows in the flat list."""
+Turns and steps always group the tree; their own toggles show or hide their rows in the flat list.
+A cache break is a request row too: it is found by a pass of its own (`breaks_matter`)."""
+
+CACHE_BREAK = frozenset({"cache-break"})
+
+
+def breaks_matter(kinds: frozenset[str]) -> bool:
+    """Whether `kinds` show a request for its cache break alone: then every request's diagnostic
+    is needed (`app.trajectory.cache_marks.cache_breaks`) before the filter shows them."""
+    return "cache-break" in kinds and "request" not in kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset(N_("tools"), frozenset({"tool", "context", "sequence"})),
     Preset(N_("errors and retries"), frozenset({"error", "retry"})),
     Preset(N_("everything"), frozenset(KINDS)),
+    Preset(N_("cache breaks"), frozenset({"cache-break"})),
 )
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from app.i18n import _
 from app.session.errors import SessionCorruptionError, SessionError
@@ -40,26 +41,34 @@ from app.session.view import Step, Turn
 from app.session.view_items import ContextItem, HeaderItem, Item, ToolResultItem, item_of
 from app.trajectory.entries import KINDS, Entry, TurnGroup, is_top_level, sequence_boundary
 from app.trajectory.model import TrajectoryModel
+
+if TYPE_CHECKING:
+    from app.trajectory.cache_marks import CacheMarks
 from app.trajectory.search import has_words, log_needles, query_words
 
 FAILED_RESULT = ord("r")
 """The code `classify` gives a tool/result that failed (the index has `R` for every result)."""
 SEQUENCE_HEADER = ord("B")
 """The code `classify` gives a request/header that starts a new projection sequence."""
+BROKEN_REQUEST = ord("X")
+BROKEN_FAILED_REQUEST = ord("x")
+"""The codes `mark_breaks` gives an assistant/message and an agent/request-error whose route
+missed its prompt cache (`app.trajectory.cache_marks`)."""
 
 KIND_CODES: dict[str, bytes] = {
     "turn": b"T",
     "step": b"S",
     "user": b"U",
-    "request": b"AE",
+    "request": b"AEXx",
     "reasoning": b"",
     "context": b"D",
     "tool": b"CRr",
-    "error": b"Er",
+    "error": b"Erx",
     "retry": b"Y",
     "compaction": b"K",
     "sequence": b"B",
     "header": b"H",
+    "cache-break": b"Xx",
 }
 """The codes of the events each kind shows (the entries' `kinds`, by type code)."""
 assert set(KIND_CODES) == set(KINDS)
@@ -105,7 +114,10 @@ class IndexedTrajectory:
         self._chain = session.chain
         self.view = session.view()
         self.kind_types = bytearray(self._chain.types)
+        self._recoding = threading.Lock()  # the classification and the cache breaks come from two threads
         self.classified = False
+        self.cache_marks: CacheMarks | None = None
+        self.breaks_found = False
         # Where each turn starts (a few hundred kilobytes for a million events): a segment's bounds
         # and the segment of a seq are then a lookup and a bisection.
         self._turn_starts = array("Q", seqs_in(self._chain.types, b"T", 0, len(self._chain)))
@@ -165,6 +177,7 @@ class IndexedTrajectory:
         for seq in seqs_in(self._chain.types, ENTRY_CODES, start, end):
             if seq not in model.by_seq:
                 model.add_unreadable(seq, _("not part of any turn the log opened"))
+        model.mark_breaks(seqs_in(self.kind_types, b"Xx", start, end))
         for number in range(first, stop):
             self._segments[number] = model
             self._segments.move_to_end(number)
@@ -338,35 +351,55 @@ class IndexedTrajectory:
         """Find the failed tool results and the headers that start a projection sequence (the
         two kinds a type code does not tell); the filters use them from then on. Parses the
         headers and the results whose bytes say they failed, nothing else."""
-        types = bytearray(self._chain.types)
+        types = self._chain.types
         header, result = TYPE_CODES["request/header"], TYPE_CODES["tool/result"]
         sequence: int | None = None
+        boundaries, failed = [], []
         headers = seqs_in(types, bytes([header]), 0, len(types))
         for seq, _segment, _number, line in self._chain.picked_lines(headers):
             item = _item_at(line)
             if isinstance(item, HeaderItem):
                 if sequence_boundary(sequence, item.header.sequence):
-                    types[seq] = SEQUENCE_HEADER
+                    boundaries.append(seq)
                 sequence = item.header.sequence
         for seq, line in lines_containing(self._chain, FAILED_FLAG, ESCAPED_PRINTABLE, progress=progress):
             if types[seq] == result:
                 item = _item_at(line)
                 if isinstance(item, ToolResultItem) and item.is_error:
-                    types[seq] = FAILED_RESULT
-        self.kind_types = types
+                    failed.append(seq)
+        self._recode({SEQUENCE_HEADER: boundaries, FAILED_RESULT: failed})
         self.classified = True
 
     def classify_elsewhere(self, progress: Callable[[int, int], None]) -> None:
         """`classify` run by another process (`run_reporting`): the interface keeps its interpreter
         while a large log is read."""
         found = run_reporting("app.trajectory.indexed", self.session.path, progress)
-        types = bytearray(self._chain.types)
-        for code, seqs in ((SEQUENCE_HEADER, found["sequences"]), (FAILED_RESULT, found["failed"])):
-            for seq in seqs:
-                if seq < len(types):  # the file may have grown since this process read it
-                    types[seq] = code
-        self.kind_types = types
+        self._recode({SEQUENCE_HEADER: found["sequences"], FAILED_RESULT: found["failed"]})
         self.classified = True
+
+    def mark_breaks(self, seqs: list[int]) -> None:
+        """The requests at `seqs` (in log order) broke their route's cache (`cache_breaks`): the filters show them
+        under "cache breaks", in the segments folded and in those folded from now on."""
+        types = self._chain.types
+        failed = TYPE_CODES["agent/request-error"]
+        self._recode({
+            BROKEN_REQUEST: [seq for seq in seqs if seq < len(types) and types[seq] != failed],
+            BROKEN_FAILED_REQUEST: [seq for seq in seqs if seq < len(types) and types[seq] == failed],
+        })
+        for number, model in self._segments.items():
+            start, stop = self._bounds(number)
+            model.mark_breaks(seqs[bisect_left(seqs, start) : bisect_left(seqs, stop)])
+
+    def _recode(self, codes: dict[int, list[int]]) -> None:
+        """The events at the seqs get the filter codes a pass found for them, over those other
+        passes found (the classification and the cache breaks end in either order)."""
+        with self._recoding:
+            types = bytearray(self.kind_types)
+            for code, seqs in codes.items():
+                for seq in seqs:
+                    if seq < len(types):  # the file may have grown since the pass read it
+                        types[seq] = code
+            self.kind_types = types
 
     # --- tools and their results -------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
 from markdown_it import MarkdownIt
 
@@ -20,6 +21,9 @@ from app.session.view import Step, Turn
 from app.session.view_items import AssistantItem, ContextItem, HeaderItem, RequestErrorItem, RetryItem, SummaryItem, ToolCallItem, ToolResultItem, UserItem
 from app.terminal import first_line, printable_line
 from app.trajectory.entries import Entry, Unreadable
+
+if TYPE_CHECKING:
+    from app.report.cache import CacheDiagnostic
 
 
 class Label:
@@ -62,7 +66,8 @@ def _styled(prefix: str, style: str, rest: str = "") -> Label:
     return text
 
 
-def label_of(entry: Entry) -> Label:
+def label_of(entry: Entry, broken: CacheDiagnostic | None = None) -> Label:
+    """`broken`: the request's cache diagnostic when its route missed its cache (the row's mark)."""
     subject = entry.subject
     if isinstance(subject, Turn):
         label = Label(turn_heading(subject), style="bold")
@@ -76,13 +81,16 @@ def label_of(entry: Entry) -> Label:
     if isinstance(subject, UserItem):
         return _styled(_("User:"), "bold cyan", subject.text)
     if isinstance(subject, AssistantItem):
-        return _request_label(entry, subject)
+        return _request_label(entry, subject, broken)
     if isinstance(subject, RequestErrorItem):
         index = entry.request.index if entry.request is not None else "?"
         failure = subject.failure
-        return _styled(
-            _("✗ Request {n} failed · {code}:").format(n=index, code=failure.code), "bold red", failure.message
-        )
+        label = Label(_("✗ Request {n} failed · {code}:").format(n=index, code=failure.code), style="bold red")
+        _mark(label, broken)
+        if failure.message:
+            label.append(" ")
+            label.append(_clip(failure.message))
+        return label
     if isinstance(subject, ContextItem):
         return Label(_clip(_context_summary(subject)), style="magenta")
     if isinstance(subject, ToolCallItem):
@@ -152,11 +160,12 @@ def _markdown() -> MarkdownIt:
     return MarkdownIt("commonmark")
 
 
-def _request_label(entry: Entry, item: AssistantItem) -> Label:
+def _request_label(entry: Entry, item: AssistantItem, broken: CacheDiagnostic | None) -> Label:
     index = entry.request.index if entry.request is not None else "?"
     label = _styled(_("Request {n}").format(n=index), "bold", "")
     label.append(" · ")
     label.append(_clip(item.route), style="dim")
+    _mark(label, broken)
     calls = item.tool_calls
     if calls:
         label.append(" · ")
@@ -167,6 +176,15 @@ def _request_label(entry: Entry, item: AssistantItem) -> Label:
     if item.interrupted:
         label.append(" · " + _("interrupted"), style="yellow")
     return label
+
+
+def _mark(label: Label, broken: CacheDiagnostic | None) -> None:
+    """A request's cache break, in the cause's words (the detail pane says where and what)."""
+    if broken is not None and broken.cause is not None:
+        from app.report.wording import cause_label  # the report model imports httpx: not for every label
+
+        label.append(" · ")
+        label.append(_("↯ {cause}").format(cause=cause_label(broken.cause)), style="bold magenta")
 
 
 def reasoning_label(item: AssistantItem) -> Label:

@@ -9,12 +9,15 @@ its own rows. The tree and the flat list read the same entries; filters are sets
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from app.session.tool_changes import ChangedTool, changed_tools
 from app.session.view import ModelRequest, SessionView, Step, Turn
 from app.session.view_items import AssistantItem, ContextItem, HeaderItem, Item, RequestErrorItem, RetryItem, SummaryItem, ToolCallItem, ToolResultItem, UserItem
 from app.trajectory.entries import (
+    CACHE_BREAK,
     Entry,
     EntryRows,
     TurnGroup,
@@ -24,6 +27,9 @@ from app.trajectory.entries import (
     step_from,
 )
 from app.trajectory.search import has_words, query_words
+
+if TYPE_CHECKING:
+    from app.trajectory.cache_marks import CacheMarks
 
 _TURN = frozenset({"turn"})
 _STEP = frozenset({"step"})
@@ -58,6 +64,10 @@ class TrajectoryModel:
         self._calls: dict[str, int] = {}  # call id → seq of its tool/call entry
         self._turn_at = 0  # the turn (index) the last item was placed in or after
         self._step_at = 0  # the step (index) within it
+        self.cache_marks: CacheMarks | None = None
+        """The rows' cache-break marks (set by the screen, which knows the routes)."""
+        self.breaks_found = False
+        """Whether every request's cache break is marked (`mark_breaks`), so the filter shows them."""
 
     def update(self, view: SessionView) -> list[Entry]:
         """Add what `view` gained since the last call; return the new entries (log order)."""
@@ -196,6 +206,17 @@ class TrajectoryModel:
         if not words:
             return []
         return [entry.seq for entry in list(self.entries) if entry.shown(kinds) and has_words(entry, words)]
+
+    def mark_breaks(self, seqs: Iterable[int]) -> None:
+        """The requests at `seqs` broke their route's cache: their rows show under "cache breaks"."""
+        entries = self.entries
+        for seq in seqs:
+            entry = self.by_seq.get(seq)
+            if entry is None or not entry.shown(_REQUEST):
+                continue
+            marked = replace(entry, kinds=entry.kinds | CACHE_BREAK)
+            self.by_seq[seq] = marked
+            entries[bisect_left(entries, seq, key=lambda known: known.seq)] = marked
 
     def add_unreadable(self, seq: int, reason: str) -> None:
         entry = Entry(seq, _ERROR, Unreadable(seq, reason), None, None)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from app.agent.loop import Agent
     from app.config import Config
     from app.llm.routes import RouteCatalog
+    from app.report.prices import PriceBook
     from app.session.events import Envelope
     from app.session.session import Session
     from app.session.store import SessionWriter
@@ -99,6 +100,7 @@ class ToolscopeApp(LiteralApp[None]):
         self.switch_settings: SwitchSettings | None = None
         self.writer: SessionWriter | None = None
         self.read_only: Session | None = None
+        self._prices: PriceBook | None = None
         self.agent: Agent | None = None
         self._chat = ChatScreen()
         self._bridge: tuple[ChatListener, ChatApprover] | None = None
@@ -218,6 +220,20 @@ class ToolscopeApp(LiteralApp[None]):
             )
         if writer.repaired:
             self.notify(_("The previous turn was left open by a crash; it is now closed as interrupted."), severity="warning")
+
+    def prices(self) -> PriceBook:
+        """The config's prices, made when first asked (after the first frame); a `[prices]` table
+        that cannot apply is said, and the bundled ones used (the chat runs whatever its prices say)."""
+        if self._prices is None:
+            from app.config import ConfigError
+            from app.report.prices import PriceBook
+
+            try:
+                self._prices = PriceBook.of(self.options.config)
+            except ConfigError as error:
+                self.notify(str(error), title=_("No prices from config.toml"), severity="error", timeout=10)
+                self._prices = PriceBook.of(None)
+        return self._prices
 
     @property
     def session(self) -> Session | None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from textual.signal import Signal
 
     from app.llm.routes import Route, RouteCatalog
+    from app.report.prices import PriceBook
     from app.session.events import Envelope
     from app.session.session import Session
     from app.session.view import SessionView
@@ -43,6 +44,11 @@ class ChatHost(SessionHost, Protocol):
     session_advanced: Signal[Envelope | None]
     read_only: Session | None
     """The session shown read-only (another process writes it), or None."""
+
+    def prices(self) -> PriceBook:
+        """The prices the status line costs the session with (config.toml's over the bundled); a
+        method, not a property: `isinstance` against this protocol would read a property."""
+        ...
 
     @property
     def session(self) -> Session | None:

@@ -7,12 +7,14 @@ log) and keeps the status line's figures; the app owns the agent and the session
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import events
+from textual.worker import get_current_worker
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.geometry import Size
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from textual.widget import Widget
 
     from app.llm.routes import Route
+    from app.report.cost import RunningCost
+    from app.report.prices import PriceBook
 
 
 def usage_until(path: Path, total: int) -> Usage:
@@ -47,6 +51,21 @@ def usage_until(path: Path, total: int) -> Usage:
     for item in islice(Session.open(path).view().items, total):
         usage.count(item)
     return usage
+
+
+def cost_until(path: Path, total: int, route: Route, prices: PriceBook, stop: Callable[[], bool]) -> RunningCost | None:
+    """The session's totals on `route` over the first `total` requests of a log (a `Session` of
+    its own, as for `usage_until`); None once `stop()` says so (a request can take tens of
+    milliseconds on a long history: a route switch or quitting must not wait for the rest)."""
+    from app.report.cost import RunningCost
+    from app.session.session import Session
+
+    cost = RunningCost(route, prices)
+    for request in islice(Session.open(path).view().requests, total):
+        if stop():
+            return None
+        cost.add(request)
+    return cost
 
 
 class ChatScreen(Screen[None]):
@@ -61,6 +80,10 @@ class ChatScreen(Screen[None]):
         super().__init__()
         self._fed = 0
         self._conversation = Conversation()
+        self._cost: RunningCost | None = None
+        """The status line's totals on the current route (None: being worked out, or no request)."""
+        self._costing = False
+        """A worker is working the totals out (for a resumed session, or a new route)."""
 
     def compose(self) -> ComposeResult:
         if self._conversation.is_attached:
@@ -119,6 +142,8 @@ class ChatScreen(Screen[None]):
         status = self.status
         status.route = route
         status.show()
+        if self._cost is not None or self._costing:
+            self._restart_cost()
 
     def show_read_only(self, read_only: bool) -> None:
         """A session another process writes: the status line says so (with its next figures) and
@@ -174,10 +199,13 @@ class ChatScreen(Screen[None]):
             self.query_one("#welcome").set_class(bool(conversation.blocks), "-hidden")
         self.status.reset(Usage())
         self._host.session_advanced.publish(None)
+        self._cost, self._costing = None, False
+        self.status.show_cost(None)
         if path is not None and resumed is not None:
             # After the frame: counting reads the whole log (in a thread, but it holds the GIL).
             count = partial(self._count_usage, path, resumed.total)
             self.call_after_refresh(self.run_worker, count, group="usage", exclusive=True)
+            self.call_after_refresh(self._restart_cost)
 
     def _view_size(self) -> Size:
         """The conversation's view once the welcome is hidden (the screen's size before its first
@@ -195,6 +223,53 @@ class ChatScreen(Screen[None]):
             usage.count(item)  # fed live while the totals were read
         self.status.reset(usage)
 
+    def _restart_cost(self) -> None:
+        """Work the status line's totals out again, for the current route, over the session so far:
+        in a thread (a long session takes a while); requests logged meanwhile are added after."""
+        host = self._host
+        self._cost = None
+        self.status.show_cost(None)
+        view, session = host.view(), host.session
+        total = len(view.requests) if view is not None else 0
+        self._costing = bool(total) and session is not None
+        if self._costing:
+            assert session is not None
+            count = partial(self._count_cost, session.path, total, host.route, host.prices())
+            self.run_worker(count, group="cost", exclusive=True, thread=True)
+
+    def _count_cost(self, path: Path, total: int, route: Route, prices: PriceBook) -> None:
+        """In a thread; a worker started since (a route switch) cancels this one."""
+        worker = get_current_worker()
+        cost = cost_until(path, total, route, prices, lambda: worker.is_cancelled)
+        if cost is not None and not worker.is_cancelled:
+            self.app.call_from_thread(self._cost_counted, cost)
+
+    def _cost_counted(self, cost: RunningCost) -> None:
+        if cost.route != self._host.route:
+            return  # switched again: that route's worker has the totals
+        self._cost, self._costing = cost, False
+        self._add_requests()
+
+    def _add_requests(self) -> None:
+        """Add the requests the view has beyond those the totals hold (one report step each)."""
+        view = self._host.view()
+        if self._costing or view is None:
+            return
+        total = len(view.requests)
+        cost = self._cost
+        if cost is None:
+            if not total:
+                return
+            from app.report.cost import RunningCost
+
+            cost = self._cost = RunningCost(self._host.route, self._host.prices())
+        if cost.requests < total:
+            for request in view.requests[cost.requests : total]:
+                cost.add(request)
+            self.status.show_cost(cost.totals())
+        elif self.status.cost is None:
+            self.status.show_cost(cost.totals())
+
     async def on_event_appended(self, message: EventAppended) -> None:
         from app.session.events import TurnEnd
 
@@ -208,6 +283,7 @@ class ChatScreen(Screen[None]):
             self._fed += 1
             await self.conversation.add_item(item)
             self.status.count(item)
+        self._add_requests()
         if isinstance(event, TurnEnd):
             await self.conversation.end_turn(event.data.reason)
         self.query_one("#welcome").add_class("-hidden")

@@ -1,4 +1,5 @@
-"""The trajectory's detail pane: the selected event as syntax-highlighted JSON.
+"""The trajectory's detail pane: the selected event as syntax-highlighted JSON, under a line saying
+why its request missed its route's prompt cache when it did (`cache_text`).
 
 The JSON is the session view's (`item_json`), with anything a terminal would act on escaped; it is
 highlighted into Textual `Content`, which never reads markup: text from the session shows exactly
@@ -15,7 +16,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
+from app.i18n import _
+from app.report.cache import CacheDiagnostic
+from app.report.wording import cache_text
 from app.trajectory.entries import Entry, detail_json
+from app.ui.text import styled
 
 
 class TrajectoryDetail(ScrollView, can_focus=True):
@@ -34,8 +39,14 @@ class TrajectoryDetail(ScrollView, can_focus=True):
         self._lines: list[Strip] = []
         self._wrapped_at = -1
 
-    def show(self, entry: Entry | None) -> None:
+    def show(self, entry: Entry | None, broken: CacheDiagnostic | None = None) -> None:
+        """`broken`: the diagnostic of `entry`'s request when its route missed its cache."""
         self.content = highlight(detail_json(entry), language="json") if entry is not None else Content("")
+        if entry is not None and entry.request is not None and broken is not None:
+            line = _("Prompt cache on {route}: {diagnostic}").format(
+                route=entry.request.route, diagnostic=cache_text(broken)
+            )
+            self.content = Content("\n").join([styled(line, "bold $text-warning"), self.content])
         self._wrapped_at = -1
         self.scroll_to(0, 0, animate=False, immediate=True)
         self._wrap()

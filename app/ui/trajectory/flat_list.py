@@ -137,6 +137,11 @@ class TrajectoryList(ScrollView, can_focus=True):
         self.words = ()
         self._strips.clear()
 
+    def redraw(self) -> None:
+        """Draw the rows again (their requests' cache marks are known now)."""
+        self._strips.clear()
+        self.refresh()
+
     def highlight(self, words: tuple[str, ...]) -> None:
         """Mark the search's words in the rows."""
         if words != self.words:
@@ -150,7 +155,7 @@ class TrajectoryList(ScrollView, can_focus=True):
         at the cursor, the cursor's, padded to the width."""
         base = self._base_style
         console = self.app.console
-        label = highlighted(entry_label(entry), self.words)
+        label = highlighted(entry_label(entry, self.model.cache_marks), self.words)
         segments = [
             Segment(f"{entry.seq:>{self._seq_width}} ", self.get_component_rich_style("trajectory-list--seq")),
             Segment("  " * _depth(entry)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from app.trajectory.cache_marks import CacheMarks
 from app.trajectory.entries import Entry
 from app.trajectory.labels import Label, label_of
 
@@ -19,8 +20,9 @@ def rich_label(label: Label) -> Text:
     return text
 
 
-def entry_label(entry: Entry) -> Text:
-    return rich_label(label_of(entry))
+def entry_label(entry: Entry, marks: CacheMarks | None = None) -> Text:
+    """The row of `entry`, with its request's cache break marked when `marks` are given."""
+    return rich_label(label_of(entry, marks.broken(entry) if marks is not None else None))
 
 
 def highlighted(label: Text, words: tuple[str, ...]) -> Text:

@@ -29,9 +29,11 @@ from app.display import human_size
 from app.i18n import N_, _, ngettext
 from app.session.errors import SessionError
 from app.session.events import Envelope
+from app.report.cache import CacheDiagnostic
 from app.session.view import ModelRequest, SessionView
 from app.terminal import printable_line
-from app.trajectory.entries import KINDS, PRESETS, Entry, preset_named, step_from
+from app.trajectory.cache_marks import CacheMarks, Diagnoses, cache_breaks, is_break
+from app.trajectory.entries import KINDS, PRESETS, Entry, breaks_matter, preset_named, step_from
 from app.trajectory.indexed import Trajectory, classification_matters
 from app.trajectory.model import TrajectoryModel
 from app.trajectory.source import TrajectorySource
@@ -49,6 +51,9 @@ from app.ui.trajectory.tree import NodeData, TrajectoryTree, entry_of
 
 DETAIL_DELAY = 0.15
 """Seconds the cursor rests before the JSON pane shows its event."""
+MARKS_DELAY = 0.15
+"""Seconds the rows rest before the cache marks they want are worked out: a worker thread shares
+the interpreter, and keys held down (Page Down) should not wait for it."""
 
 
 class TrajectoryScreen(Screen[None]):
@@ -89,6 +94,11 @@ class TrajectoryScreen(Screen[None]):
         self._match_note = ""
         self._search_note = ""
         self._classify_note = ""
+        self._breaks_note = ""
+        self._breaks_for: Trajectory | None = None  # the model whose cache breaks a pass is finding
+        self._marking = False  # a worker is working out the diagnostics of rows drawn without them
+        self._marks_timer: Timer | None = None
+        self._diagnoses: Diagnoses | None = None  # the worker's, over a session of its own
         self._validation_note = ""
         self._searches = 0  # the search under way is the latest while this is its number
         self._detail_timer: Timer | None = None
@@ -232,6 +242,9 @@ class TrajectoryScreen(Screen[None]):
         self._show_model(self._model_of(view))
 
     def _show_model(self, model: Trajectory) -> None:
+        if model.view is not None:
+            model.cache_marks = CacheMarks(self._marks_wanted)
+        self._diagnoses = None
         self.model = model
         self._tree.model = model
         self._tree.words = ()
@@ -250,6 +263,9 @@ class TrajectoryScreen(Screen[None]):
             self._show_view(view)
             return
         new = model.update(view)
+        if model.breaks_found and model.cache_marks is not None:
+            for entry in new:
+                model.cache_marks.broken(entry)  # wanted: marked when worked out (`_marks_worked_out`)
         self._tree.add_entries(new)
         self._list.add_entries(new)
         self._show_title()
@@ -278,7 +294,7 @@ class TrajectoryScreen(Screen[None]):
         ]
         if self._match_note:
             parts.append(self._match_note)
-        for note in (self._search_note, self._classify_note):
+        for note in (self._search_note, self._classify_note, self._breaks_note):
             if note:
                 parts.append(note)
         if self._validation_note:
@@ -300,9 +316,14 @@ class TrajectoryScreen(Screen[None]):
         than moving the cursor, and a held arrow key should not wait for each one."""
         if self._detail_timer is not None:
             self._detail_timer.stop()
-        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self.query_one(TrajectoryDetail).show(entry))
+        self._detail_timer = self.set_timer(DETAIL_DELAY, lambda: self._show_detail_now(entry))
         if entry is not None and entry.request is not None:
             self.post_message(self.RequestSelected(entry.request))
+
+    def _show_detail_now(self, entry: Entry | None) -> None:
+        marks = self.model.cache_marks
+        broken = marks.broken(entry) if marks is not None and entry is not None else None
+        self.query_one(TrajectoryDetail).show(entry, broken)
 
     @on(Tree.NodeHighlighted, "#trajectory-tree")
     def _tree_highlighted(self, event: Tree.NodeHighlighted[NodeData]) -> None:
@@ -376,7 +397,116 @@ class TrajectoryScreen(Screen[None]):
             tree.scroll_to(y=max(tree.cursor_line - row, 0), animate=False, immediate=True)
         if self._query:
             self._search(self._query)
+        if breaks_matter(kinds) and not self.model.breaks_found and self._breaks_for is not self.model and self.loaded:
+            self._find_breaks(self.model)
         self._show_detail(self.current_entry)
+        self._show_title()
+
+    # --- cache-break marks (app.trajectory.cache_marks) ----------------------------------------------
+
+    def _marks_wanted(self) -> None:
+        """Rows were drawn before their requests' diagnostics were known: work them out behind,
+        once the rows rest."""
+        if self._marking:
+            return  # asked again when it is done
+        if self._marks_timer is not None:
+            self._marks_timer.stop()
+        self._marks_timer = self.set_timer(MARKS_DELAY, lambda: self._work_out_marks(self.model))
+
+    def _work_out_marks(self, model: Trajectory) -> None:
+        self._marking = True
+        marks = model.cache_marks
+        wanted = marks.take_wanted() if marks is not None and model is self.model else []
+        if not wanted or model.view is None:
+            self._marking = False
+            return
+        path = model.view.chain.path  # type: ignore[attr-defined]  # an IndexedView
+        routes = list(session_host(self.app).catalog)
+
+        def work() -> None:
+            from app.session.session import Session
+
+            try:
+                diagnoses = self._diagnoses
+                if diagnoses is None or len(diagnoses) < wanted[-1]:  # a live session has grown
+                    diagnoses = self._diagnoses = Diagnoses(Session.open(path).view().requests, routes)
+                found = {index: diagnoses.of(index) for index in wanted if index <= len(diagnoses)}
+            except (SessionError, OSError):
+                found = {}  # the file changed or went away: the validation behind it says so
+            self.app.call_from_thread(self._marks_worked_out, model, found)
+
+        self.run_worker(work, group="trajectory-marks", thread=True)
+
+    def _marks_worked_out(self, model: Trajectory, found: dict[int, tuple[int, CacheDiagnostic | None]]) -> None:
+        """Draw the rows of the breaks found again; mark them for the filter when its pass has run
+        (requests logged since); then work out the rows wanted meanwhile."""
+        self._marking = False
+        marks = model.cache_marks
+        if marks is None or model is not self.model:
+            return
+        marks.know({index: diagnostic for index, (_seq, diagnostic) in found.items()})
+        broken = sorted(seq for seq, diagnostic in found.values() if is_break(diagnostic))
+        if broken:
+            if model.breaks_found:
+                model.mark_breaks(broken)
+                if breaks_matter(self.kinds):
+                    self.set_kinds(self.kinds)
+            self._tree.relabel(broken)
+            self._list.redraw()
+            current = self.current_entry
+            if current is not None and current.seq in broken:
+                self._show_detail_now(current)
+        if marks.waiting:
+            self._marks_wanted()
+
+    def _find_breaks(self, model: Trajectory) -> None:
+        """Every request's cache diagnostic, in a thread reading the log through a session of its
+        own (a lazy view is not shared across threads), the title showing how far it got; then the
+        filter shows the requests whose cache broke."""
+        if model.view is None:
+            return
+        path, total = model.view.chain.path, len(model.view.requests)  # type: ignore[attr-defined]  # an IndexedView
+        routes = list(session_host(self.app).catalog)
+        report = self._reporter(self._show_finding_breaks)
+        self._breaks_for = model
+
+        def find() -> None:
+            from itertools import islice
+
+            from app.session.session import Session
+
+            try:
+                requests = islice(Session.open(path).view().requests, total)
+                found = cache_breaks(requests, routes, report, total)
+            except (SessionError, OSError) as error:
+                self.app.call_from_thread(self._breaks_failed, str(error))
+                return
+            self.app.call_from_thread(self._breaks_found, model, found, total)
+
+        self.run_worker(find, group="trajectory-breaks", exclusive=True, thread=True)
+
+    def _show_finding_breaks(self, percent: int) -> None:
+        self._breaks_note = _("finding cache breaks {percent}%").format(percent=percent)
+        self._show_title()
+
+    def _breaks_failed(self, reason: str) -> None:
+        self._breaks_note, self._breaks_for = "", None
+        self.notify(printable_line(reason), title=_("Finding the cache breaks stopped"), severity="error")
+        self._show_title()
+
+    def _breaks_found(self, model: Trajectory, found: dict[int, tuple[int, CacheDiagnostic]], total: int) -> None:
+        """Mark what the pass found; the requests logged since it started (a live session) are
+        wanted, and marked when worked out."""
+        marks = model.cache_marks
+        if marks is not None:
+            marks.know(dict(found.values()))
+            for request in model.view.requests[total:] if model.view is not None else ():
+                marks.broken_request(request)
+        model.mark_breaks(sorted(found))
+        model.breaks_found = True
+        self._breaks_note, self._breaks_for = "", None
+        if model is self.model and breaks_matter(self.kinds):
+            self.set_kinds(self.kinds)
         self._show_title()
 
     def action_search(self) -> None:

@@ -172,10 +172,17 @@ class TrajectoryTree(Tree[NodeData]):
         self.words = words
         for node in self._by_entry.values():
             if isinstance(node.data, Entry):
-                node.set_label(highlighted(entry_label(node.data), words))
+                node.set_label(highlighted(entry_label(node.data, self.model.cache_marks), words))
+
+    def relabel(self, seqs: list[int]) -> None:
+        """Label again the built nodes of these events (their requests' cache marks are known now)."""
+        for seq in seqs:
+            node = self._by_entry.get(seq)
+            if node is not None and isinstance(node.data, Entry):
+                node.set_label(highlighted(entry_label(node.data, self.model.cache_marks), self.words))
 
     def _add(self, parent: TreeNode[NodeData], entry: Entry) -> TreeNode[NodeData]:
-        label = highlighted(entry_label(entry), self.words)
+        label = highlighted(entry_label(entry, self.model.cache_marks), self.words)
         node = parent.add(label, data=entry, allow_expand=self._expands(entry))
         self._by_entry[entry.seq] = node
         return node

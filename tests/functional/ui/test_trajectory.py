@@ -311,7 +311,7 @@ async def test_the_presets_cycle_with_one_key_and_the_kinds_menu_toggles_one_kin
         await pilot.press("f", "f")
         rows = screen.query_one(TrajectoryList).rows
         assert {type(row.subject) for row in rows} == {RequestErrorItem, ToolResultItem, RetryItem}
-        await pilot.press("f", "f")
+        await pilot.press("f", "f", "f")  # everything, cache breaks, and round to the first
         assert screen.kinds == PRESETS[0].kinds
         await pilot.press("k")
         await until(pilot, lambda: isinstance(pilot.app.screen, KindsScreen))
@@ -377,9 +377,9 @@ async def test_the_flat_list_pages_and_draws_only_the_rows_on_screen(tmp_path, m
     drawn: list[int] = []
     labels = flat_list.entry_label
 
-    def counting(entry):
+    def counting(entry, marks=None):
         drawn.append(entry.seq)
-        return labels(entry)
+        return labels(entry, marks)
 
     monkeypatch.setattr(flat_list, "entry_label", counting)
     async with TrajectoryApp(SessionFileSource.open(path)).run_test(size=SIZE) as pilot:
