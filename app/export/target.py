@@ -68,7 +68,8 @@ class Lines:
         if self._blank:
             self._pieces.append("\n" * self._blank)
             self._blank = 0
-        self.write(line + "\n")
+        self.write(line)  # not `line + "\n"`: a line may hold a tool result of many megabytes
+        self.write("\n")
 
     def __iadd__(self, lines: Iterable[str]) -> Lines:
         for line in lines:
@@ -76,7 +77,7 @@ class Lines:
         return self
 
     def flush(self) -> None:
-        self._stream.write("".join(self._pieces))
+        self._stream.writelines(self._pieces)
         self._pieces, self._size = [], 0
         if getattr(self._stream, "reader_gone", False):  # `app.streams.ClosedPipeGuard`
             raise ReaderGone

@@ -105,6 +105,12 @@ def render_for_cache(body: dict[str, Any], dialect: Dialect) -> str:
     the first message). Its length estimates the tokens a request sends; the common start of two
     requests' renderings, the part a cache serves (the offline model's simulated cache and the
     report's cache diagnostic)."""
+    return "".join(cache_chunks(body, dialect))
+
+
+def cache_chunks(body: dict[str, Any], dialect: Dialect) -> list[str]:
+    """`render_for_cache` in the encoder's pieces, never joined: a body may hold a tool result of
+    many megabytes, and joining would hold its text twice more."""
     anthropic = dialect == "anthropic-messages"
     tools = [
         entry if anthropic else entry.get("function", entry)
@@ -113,21 +119,44 @@ def render_for_cache(body: dict[str, Any], dialect: Dialect) -> str:
     ]
     messages = body.get("messages") or []
     parts = [tools, body.get("system"), messages] if anthropic else [tools, messages]
-    return json.dumps(parts, sort_keys=True)
+    return list(_ENCODER.iterencode(parts, _one_shot=True))
 
 
-def common_prefix_length(a: str, b: str) -> int:
-    """How many characters `a` and `b` share at their start: equal chunks skipped, then a binary
-    search within the first that differs (C-speed comparisons, and no copy larger than a chunk:
-    the texts may hold a tool result of many megabytes)."""
-    limit = min(len(a), len(b))
+def rendered_length(chunks: Sequence[str]) -> int:
+    return sum(map(len, chunks))
+
+
+def common_prefix_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """How many characters the texts made of the chunks `a` and of `b` share at their start,
+    without joining them (see `cache_chunks`)."""
+    total = 0
+    i = j = 0  # the chunks being compared
+    x = y = 0  # where in each
+    while i < len(a) and j < len(b):
+        n = min(len(a[i]) - x, len(b[j]) - y)
+        same = _common_start(a[i], x, b[j], y, n)
+        total += same
+        if same < n:
+            return total
+        x, y = x + n, y + n
+        if x == len(a[i]):
+            i, x = i + 1, 0
+        if y == len(b[j]):
+            j, y = j + 1, 0
+    return total
+
+
+def _common_start(a: str, x: int, b: str, y: int, n: int) -> int:
+    """How many of the `n` characters from `a[x]` and from `b[y]` are the same at their start:
+    equal slices of 64 KiB skipped, then a binary search within the first that differs (C-speed
+    comparisons, and no copy larger than a slice)."""
     start = 0
-    while start < limit and a[start : start + _CHUNK] == b[start : start + _CHUNK]:
+    while start < n and a[x + start : x + min(start + _CHUNK, n)] == b[y + start : y + min(start + _CHUNK, n)]:
         start += _CHUNK
-    low, high = min(start, limit), min(start + _CHUNK, limit)
+    low, high = min(start, n), min(start + _CHUNK, n)
     while low < high:
         middle = (low + high + 1) // 2
-        if a[start:middle] == b[start:middle]:
+        if a[x + start : x + middle] == b[y + start : y + middle]:
             low = middle
         else:
             high = middle - 1
@@ -135,3 +164,6 @@ def common_prefix_length(a: str, b: str) -> int:
 
 
 _CHUNK = 1 << 16
+# The C encoder's one-shot mode (what `json.dumps` uses) returns its pieces as a list; the
+# default `iterencode` is the pure-Python encoder, three times slower.
+_ENCODER = json.JSONEncoder(sort_keys=True)

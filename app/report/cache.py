@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.llm.prefix import PrefixResult, common_prefix_length, render_for_cache
+from app.llm.prefix import PrefixResult, cache_chunks, common_prefix_length, rendered_length
 from app.llm.routes import Dialect
 from app.session.view import ModelRequest
 from app.session.view_items import SummaryItem
@@ -117,17 +117,17 @@ def diagnose(
     gap = _gap_ms(previous, request)
     if previous_body is None or previous is None or (ran_here and _switched(previous, request)):
         cause = CacheCause.INITIAL if previous_body is None or previous is None else CacheCause.ROUTE_SWITCHED
-        return _diagnostic(prefix, cause, gap, len(render_for_cache(body, dialect)), 0)
+        return _diagnostic(prefix, cause, gap, rendered_length(cache_chunks(body, dialect)), 0)
     if not prefix.kept:
-        rendered = render_for_cache(body, dialect)
-        cached = common_prefix_length(render_for_cache(previous_body, dialect), rendered)
+        rendered = cache_chunks(body, dialect)
+        cached = common_prefix_length(cache_chunks(previous_body, dialect), rendered)
         cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
-        return _diagnostic(prefix, cause, gap, len(rendered), cached, tools=tools, compaction=compaction)
+        return _diagnostic(prefix, cause, gap, rendered_length(rendered), cached, tools=tools, compaction=compaction)
     # A kept prefix: the previous rendering is this one's start but for its closing "]]", unless
     # the two are the same. Only lengths are needed, and one rendering is held at a time (a body
     # may hold a tool result of many megabytes).
-    before = len(render_for_cache(previous_body, dialect))
-    length = len(render_for_cache(body, dialect))
+    before = rendered_length(cache_chunks(previous_body, dialect))
+    length = rendered_length(cache_chunks(body, dialect))
     return diagnose_kept(
         prefix=prefix,
         request=request,

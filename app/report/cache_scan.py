@@ -20,7 +20,7 @@ from typing import Any
 
 from app.llm.deepseek.body import WireRequest
 from app.llm.dispatch import build_wire
-from app.llm.prefix import KEPT, render_for_cache
+from app.llm.prefix import KEPT, cache_chunks, rendered_length
 from app.llm.projection import ProjectedRequest
 from app.llm.routes import Route
 from app.report.cache import CacheDiagnostic, diagnose_kept
@@ -64,7 +64,7 @@ def scan_caches(
                     continue
             report = route_report(request, route, state.wire if state is not None else None, previous, first=state is None)
             wire = report.wire
-            states[index] = _RouteState(wire, len(render_for_cache(wire.body, route.dialect)) if wire is not None else 0)
+            states[index] = _RouteState(wire, rendered_length(cache_chunks(wire.body, route.dialect)) if wire is not None else 0)
             diagnostics.append(report.cache)
         yield request, tuple(diagnostics)
         previous = request

@@ -152,13 +152,11 @@ class Cursor:
             self.seq = stop
         self.history.advance(stop - 1)
 
-    def seed(self, chain: Chain) -> FoldSeed:
+    def seed(self, chain: Chain, last_window: LastWindow) -> FoldSeed:
         pinned, start, stop = self.pinned, self.window_start, self.seq
 
         def load() -> list[Message]:
-            seqs = [*pinned, *seqs_in(chain.types, MESSAGE_CODES, start, stop)]
-            with collector_paused():
-                return [item_of(event) for event in chain.decoded(seqs)]  # type: ignore[misc]
+            return last_window.load(chain, [*pinned, *seqs_in(chain.types, MESSAGE_CODES, start, stop)])
 
         return FoldSeed(
             next_seq=self.seq,
@@ -169,6 +167,24 @@ class Cursor:
             window=WindowBase(load) if pinned or start < stop else None,
             step_started_at=_open_step_start(chain, stop),
         )
+
+
+class LastWindow:
+    """The messages of the window read last, by seq. The next request's window is mostly the same
+    lines: its messages are these very objects, so a long tool result is held once, not once per
+    request still in use (an export holds two requests' bodies and the conversation's item)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, Message] = {}
+
+    def load(self, chain: Chain, seqs: list[int]) -> list[Message]:
+        known = self._messages
+        missing = [seq for seq in seqs if seq not in known]
+        with collector_paused():
+            read = dict(zip(missing, map(item_of, chain.decoded(missing))))
+        messages: list[Message] = [known[seq] if seq in known else read[seq] for seq in seqs]  # type: ignore[misc]
+        self._messages = dict(zip(seqs, messages))
+        return messages
 
 
 def _open_step_start(chain: Chain, stop: int) -> int | None:
@@ -274,6 +290,7 @@ class IndexedView:
         self._turn_seqs: dict[int, int] = {}  # turn number → seq of its turn/start, for `position`
         self._run_seqs: list[int] = []  # the seqs of the last run of items built, and their positions
         self._run_positions: dict[int, tuple[int, int, int]] | None = None
+        self._last_window = LastWindow()
 
     # The lists are made on access, not kept: a view that held lists of its own bound methods would
     # be a reference cycle, and all it reaches (the chain's parsed events) would wait for the
@@ -310,7 +327,7 @@ class IndexedView:
 
     @property
     def messages(self) -> Sequence[Message]:
-        return SessionView.seeded(self.header, self._tail.seed(self._chain)).messages
+        return SessionView.seeded(self.header, self._tail.seed(self._chain, self._last_window)).messages
 
     @property
     def current_header(self) -> events.RequestHeaderData | None:
@@ -360,7 +377,7 @@ class IndexedView:
     def request(self, index: int) -> ModelRequest:
         """Request `index + 1` (0-based `index`), as the full fold makes it."""
         seq = self._requests.nth(index)
-        view = SessionView.seeded(self.header, self._state_at(seq).seed(self._chain))
+        view = SessionView.seeded(self.header, self._state_at(seq).seed(self._chain, self._last_window))
         view.apply(self._chain.event(seq))
         return view.requests[0]
 
@@ -387,7 +404,7 @@ class IndexedView:
     def seeded(self, seq: int) -> SessionView:
         """An empty view holding the fold state before `seq`: fold events `seq..` into it to get
         their turns, items and requests exactly as a fold from seq 0 makes them."""
-        return SessionView.seeded(self.header, self._state_at(seq).seed(self._chain))
+        return SessionView.seeded(self.header, self._state_at(seq).seed(self._chain, self._last_window))
 
     def item(self, index: int) -> Item:
         item = item_of(self._chain.event(self._items.nth(index)))

@@ -104,7 +104,7 @@ class SimulatedCache:
         """Characters of `prompt` served from the cache; `prompt` is cached from now on."""
         if self._path is not None:
             self._last = self._read()
-        cached = common_prefix_length(self._last, prompt)
+        cached = common_prefix_length([self._last], [prompt])
         self._last = prompt
         if self._path is not None:
             self._write(prompt)

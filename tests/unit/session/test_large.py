@@ -339,16 +339,19 @@ def test_a_run_spanning_a_header_with_many_shallow_brackets_is_parsed_in_one_cal
     wide = b'"config":{' + b",".join(b'"k%d":[]' % number for number in range(250)) + b"}"
     lines[12] = lines[12].replace(b'"config":{}', wide, 1)
     path = logs.write("wide", lines)
-    runs: list[tuple[int, object]] = []  # (lines wanted, what one call gave) of each run of several
+    runs: list[tuple[list[int], object]] = []  # (seqs wanted, what one call gave) of each run of several
     decoded = chain_module._Run.decoded
-    with patch.object(chain_module._Run, "decoded", lambda run: runs.append((len(run.seqs), decoded(run))) or runs[-1][1]):
-        read = _read_by_the_view(path)
-    assert [wanted for wanted, _ in runs if wanted > 1] == [10, 3]  # the items, the second window
-    assert all(events is not None for wanted, events in runs if wanted > 1)
+    with patch.object(chain_module._Run, "decoded", lambda run: runs.append((run.seqs, decoded(run))) or runs[-1][1]):
+        view = Session.open(path).view()
+        read = list(view.items), list(view.requests[-1].messages)
+    spans = [(seqs[0], seqs[-1]) for seqs, _ in runs if len(seqs) > 1]
+    assert len(spans) == 2 and spans[0][0] < 12 < spans[0][1]  # the items across the header, a window
+    assert all(events is not None for seqs, events in runs if len(seqs) > 1)
     assert isinstance(read[0][6], HeaderItem) and len(read[0][6].header.config) == 250
 
     with patch.object(chain_module._Run, "decoded", lambda run: None):  # every line alone
-        assert _read_by_the_view(path) == read
+        view = Session.open(path).view()
+        assert (list(view.items), list(view.requests[-1].messages)) == read
 
 
 def test_a_corrupt_line_the_view_does_not_read_spoils_no_window(logs) -> None:  # type: ignore[no-untyped-def]
