@@ -94,6 +94,9 @@ class CacheDiagnostic:
     gap_ms: int | None
     """Since the previous request's answer (None for the first request)."""
     tokens: TokenEstimate
+    characters: int
+    """The length of the body's rendering for the cache, which `tokens` estimates from: the next
+    request on the route is measured against it without rendering this body again."""
 
     @property
     def hit(self) -> bool:
@@ -110,10 +113,12 @@ def diagnose(
     previous: ModelRequest | None,
     ran_here: bool,
     ttl_seconds: float,
+    previous_characters: int | None = None,
 ) -> CacheDiagnostic:
     """The diagnostic of `request` on one route (see the module doc). `previous_body` is the
-    previous request's body on the route (None: none was sendable); `ran_here` says whether this
-    route is the one that ran `request`."""
+    previous request's body on the route (None: none was sendable), `previous_characters` its
+    diagnostic's `characters` if known; `ran_here` says whether this route is the one that ran
+    `request`."""
     gap = _gap_ms(previous, request)
     if previous_body is None or previous is None or (ran_here and _switched(previous, request)):
         cause = CacheCause.INITIAL if previous_body is None or previous is None else CacheCause.ROUTE_SWITCHED
@@ -126,7 +131,9 @@ def diagnose(
     # A kept prefix: the previous rendering is this one's start but for its closing "]]", unless
     # the two are the same. Only lengths are needed, and one rendering is held at a time (a body
     # may hold a tool result of many megabytes).
-    before = rendered_length(cache_chunks(previous_body, dialect))
+    if previous_characters is None:
+        previous_characters = rendered_length(cache_chunks(previous_body, dialect))
+    before = previous_characters
     length = rendered_length(cache_chunks(body, dialect))
     return diagnose_kept(
         prefix=prefix,
@@ -186,6 +193,7 @@ def _diagnostic(
         compaction=compaction,
         gap_ms=gap,
         tokens=TokenEstimate(estimated_tokens(rendered), estimated_tokens(cached)),
+        characters=rendered,
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.llm.deepseek.body import WireRequest
 from app.llm.dispatch import build_wire
-from app.llm.prefix import KEPT, cache_chunks, rendered_length
+from app.llm.prefix import KEPT
 from app.llm.projection import ProjectedRequest
 from app.llm.routes import Route
 from app.report.cache import CacheDiagnostic, diagnose_kept
@@ -62,9 +62,15 @@ def scan_caches(
                 if diagnostic is not None:
                     diagnostics.append(diagnostic)
                     continue
-            report = route_report(request, route, state.wire if state is not None else None, previous, first=state is None)
-            wire = report.wire
-            states[index] = _RouteState(wire, rendered_length(cache_chunks(wire.body, route.dialect)) if wire is not None else 0)
+            report = route_report(
+                request,
+                route,
+                state.wire if state is not None else None,
+                previous,
+                first=state is None,
+                previous_characters=state.rendered if state is not None and state.wire is not None else None,
+            )
+            states[index] = _RouteState(report.wire, report.cache.characters if report.cache is not None else 0)
             diagnostics.append(report.cache)
         yield request, tuple(diagnostics)
         previous = request

@@ -188,15 +188,17 @@ def iter_reports(
     first = 0 if only is None else max(only - 2, 0)
     last = len(requests) if only is None else only
     previous: dict[str, WireRequest | None] = {}
+    characters: dict[str, int | None] = {}  # each previous body's rendering length, from its diagnostic
     earlier: ModelRequest | None = requests[first - 1] if first > 0 else None
     for request in _requests_between(requests, first, last):
         route_reports = []
         for route in routes:
             if route.id in previous:
-                report = route_report(request, route, previous[route.id], earlier)
+                report = route_report(request, route, previous[route.id], earlier, previous_characters=characters[route.id])
             else:
                 report = route_report(request, route, None, None, first=True)
             previous[route.id] = report.wire
+            characters[route.id] = report.cache.characters if report.cache is not None else None
             route_reports.append(report)
         if only is None or request.index == only:
             yield RequestReport(request, tuple(route_reports), tool_change(earlier, request))
@@ -249,9 +251,11 @@ def route_report(
     earlier: ModelRequest | None,
     *,
     first: bool = False,
+    previous_characters: int | None = None,
 ) -> RouteReport:
     """`previous` is the previous request's body on `route` (None when it could not be built),
-    `earlier` the previous request."""
+    `earlier` the previous request; `previous_characters` the length of `previous`'s rendering for
+    the cache, when its diagnostic gave it."""
     projected = project_request(request, route)
     config = request.header.config if request.header is not None else {}
     try:
@@ -275,6 +279,7 @@ def route_report(
         previous=earlier,
         ran_here=request.route == route.id,
         ttl_seconds=route.cache_ttl,
+        previous_characters=previous_characters,
     )
     return RouteReport(route, projected, wire, None, prefix, previous_body, cache)
 

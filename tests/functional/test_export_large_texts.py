@@ -157,12 +157,12 @@ def export_rss_mb(home: Path, path: Path, fmt: str) -> float:
     return rss / 2**20
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=15)
 def test_memory_is_bounded_by_the_largest_text_not_by_routes_or_turns(home, tmp_path):
-    """A 20 MB tool result followed by short turns, exported in a child process whose peak RSS is
+    """A 10 MB tool result followed by short turns, exported in a child process whose peak RSS is
     read: each format stays within a few copies of the text over the command's floor (the old
     export held every route's diff of it, and the whole document)."""
-    result = "x" * 20_000_000
+    result = "x" * 10_000_000
     log = LogBuilder("huge")
     log.start_turn("read it")
     log.start_step()
@@ -179,20 +179,20 @@ def test_memory_is_bounded_by_the_largest_text_not_by_routes_or_turns(home, tmp_
     small = write_session(tiny, home / "sessions")
     floor = export_rss_mb(home, small, "html")
     for fmt in ("html", "md", "json"):
-        assert export_rss_mb(home, path, fmt) < floor + 6 * 20, fmt
+        assert export_rss_mb(home, path, fmt) < floor + 6 * 10, fmt
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=15)
 def test_memory_does_not_grow_with_the_session(home):
-    """The same generator's session at 1,000 and at 8,000 events (compacted every ten turns, so
+    """The same generator's session at 500 and at 4,000 events (compacted every ten turns, so
     that each request's message window stays short, as a long real session's does): each format's
     peak RSS grows by less than a few MB for eight times the events (the old export: +400 MB in
     HTML, the whole document and every report held at once)."""
     sessions = home / "sessions"
     sessions.mkdir(parents=True)
-    short, long = sessions / "20260101-000000-0003e8.jsonl", sessions / "20260101-000000-001f40.jsonl"
-    write_large_session(short, 1_000, compaction_every=10)
-    write_large_session(long, 8_000, compaction_every=10)
+    short, long = sessions / "20260101-000000-0001f4.jsonl", sessions / "20260101-000000-000fa0.jsonl"
+    write_large_session(short, 500, compaction_every=10)
+    write_large_session(long, 4_000, compaction_every=10)
     for fmt in ("html", "md", "json"):
         assert export_rss_mb(home, long, fmt) < export_rss_mb(home, short, fmt) + 25, fmt
 

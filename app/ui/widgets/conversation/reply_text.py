@@ -371,5 +371,6 @@ class ReplyText(PlainBackground, Vertical):
         """A new last piece holding `text`, built through `append` so that more can follow."""
         piece = ReplyPiece("")
         await self.mount(piece)
-        await piece.append(text)
+        if piece.is_attached:  # else this reply left the screen meanwhile (mounted again, it starts over)
+            await piece.append(text)
         return piece
