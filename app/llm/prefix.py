@@ -111,15 +111,26 @@ def render_for_cache(body: dict[str, Any], dialect: Dialect) -> str:
 def cache_chunks(body: dict[str, Any], dialect: Dialect) -> list[str]:
     """`render_for_cache` in the encoder's pieces, never joined: a body may hold a tool result of
     many megabytes, and joining would hold its text twice more."""
+    return list(_ENCODER.iterencode(_cache_parts(body, dialect, messages=True), _one_shot=True))
+
+
+def cache_head_chunks(body: dict[str, Any], dialect: Dialect) -> list[str]:
+    """The rendering of what comes before the messages (the up-front tools, and Anthropic's system
+    text), as a list of its own. When two bodies' heads differ, their renderings' common start is
+    their heads' (two different JSON values: neither is the other's start), without rendering
+    the messages."""
+    return list(_ENCODER.iterencode(_cache_parts(body, dialect, messages=False), _one_shot=True))
+
+
+def _cache_parts(body: dict[str, Any], dialect: Dialect, *, messages: bool) -> list[Any]:
     anthropic = dialect == "anthropic-messages"
     tools = [
         entry if anthropic else entry.get("function", entry)
         for entry in body.get("tools") or ()
         if not entry.get("defer_loading")
     ]
-    messages = body.get("messages") or []
-    parts = [tools, body.get("system"), messages] if anthropic else [tools, messages]
-    return list(_ENCODER.iterencode(parts, _one_shot=True))
+    head = [tools, body.get("system")] if anthropic else [tools]
+    return [*head, body.get("messages") or []] if messages else head
 
 
 def rendered_length(chunks: Sequence[str]) -> int:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.llm.prefix import PrefixResult, cache_chunks, common_prefix_length, rendered_length
+from app.llm.prefix import PrefixResult, cache_chunks, cache_head_chunks, common_prefix_length, rendered_length
 from app.llm.routes import Dialect
 from app.session.view import ModelRequest
 from app.session.view_items import SummaryItem
@@ -125,7 +125,7 @@ def diagnose(
         return _diagnostic(prefix, cause, gap, rendered_length(cache_chunks(body, dialect)), 0)
     if not prefix.kept:
         rendered = cache_chunks(body, dialect)
-        cached = common_prefix_length(cache_chunks(previous_body, dialect), rendered)
+        cached = _common_start(previous_body, body, rendered, dialect)
         cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
         return _diagnostic(prefix, cause, gap, rendered_length(rendered), cached, tools=tools, compaction=compaction)
     # A kept prefix: the previous rendering is this one's start but for its closing "]]", unless
@@ -165,6 +165,17 @@ def diagnose_kept(
     if gap is not None and gap > ttl_seconds * 1000:
         return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered, 0)
     return _diagnostic(prefix, None, gap, rendered, cached)
+
+
+def _common_start(previous_body: dict[str, Any], body: dict[str, Any], rendered: list[str], dialect: Dialect) -> int:
+    """How much of `body`'s rendering (`rendered`) starts as `previous_body`'s does. Where their
+    heads differ (a tool changed, the system text), the heads' common start, without rendering
+    the previous body's messages (the bulk of a long history)."""
+    before, after = cache_head_chunks(previous_body, dialect), cache_head_chunks(body, dialect)
+    common = common_prefix_length(before, after)
+    if common < min(rendered_length(before), rendered_length(after)):
+        return common
+    return common_prefix_length(cache_chunks(previous_body, dialect), rendered)
 
 
 def estimated_tokens(characters: int) -> int:
