@@ -68,7 +68,7 @@ class Lines:
         if self._blank:
             self._pieces.append("\n" * self._blank)
             self._blank = 0
-        self.write(line)  # not `line + "\n"`, for the same reason
+        self.write(line)  # apart, not `line + "\n"`: a line may hold a tool result of many megabytes
         self.write("\n")
 
     def __iadd__(self, lines: Iterable[str]) -> Lines:
@@ -77,7 +77,7 @@ class Lines:
         return self
 
     def flush(self) -> None:
-        for piece in self._pieces:  # not joined: a piece may hold a tool result of many megabytes
+        for piece in self._pieces:  # not joined, for the same reason
             self._stream.write(piece)
         self._pieces, self._size = [], 0
         if getattr(self._stream, "reader_gone", False):  # `app.streams.ClosedPipeGuard`
