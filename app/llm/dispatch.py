@@ -9,21 +9,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
-from app.llm.anthropic.adapter import AnthropicAdapter
 from app.llm.anthropic.body import build_messages_request
-from app.llm.deepseek.adapter import DeepSeekAdapter
 from app.llm.deepseek.body import WireRequest, build_chat_request
-from app.llm.offline.transport import OFFLINE_CACHE_FILE, OfflineTransport
 from app.llm.openai_sdk.body import build_openai_request
 from app.llm.projection import ProjectedRequest
 from app.llm.routes import Route
-from app.llm.stream import StreamEvent
-from app.paths import data_home
 from app.session.events import RequestHeaderData
+
+if TYPE_CHECKING:  # the adapters and httpx are imported by `connect`: a report only builds bodies
+    import httpx
+
+    from app.llm.stream import StreamEvent
 
 
 class ModelClient(Protocol):
@@ -72,6 +70,10 @@ def build_wire(projected: ProjectedRequest, route: Route, config: Mapping[str, A
 
 def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> ModelClient:
     """A client for `route`; `http_client` is borrowed (tests point it at a loopback server)."""
+    from app.llm.deepseek.adapter import DeepSeekAdapter
+    from app.llm.offline.transport import OFFLINE_CACHE_FILE, OfflineTransport
+    from app.paths import data_home
+
     if route.dialect == "offline":
         # The offline model answers in-process: no socket, no key, nothing to time out.
         adapter: _StreamingAdapter = DeepSeekAdapter(
@@ -96,10 +98,14 @@ def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> Mo
 
 def _adapter_class(route: Route) -> type[_StreamingAdapter]:
     if route.dialect == "anthropic-messages":
+        from app.llm.anthropic.adapter import AnthropicAdapter
+
         return AnthropicAdapter
     if route.dialect == "openai-sdk":
         # The openai package is imported only by the routes that use it.
         from app.llm.openai_sdk.adapter import OpenAISdkAdapter
 
         return OpenAISdkAdapter
+    from app.llm.deepseek.adapter import DeepSeekAdapter
+
     return DeepSeekAdapter
