@@ -21,11 +21,10 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import get_args
 
-from app.llm.deepseek.body import WireRequest
 from app.llm.routes import Route, ToolUpdateMode
 from app.report.cache import CacheCause, CacheDiagnostic
 from app.report.cache_scan import scan_caches
-from app.report.model import RequestReport, report_after
+from app.report.model import RequestReport, RouteReport, report_after
 from app.report.prices import PriceBook, TokenCounts
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem
@@ -196,13 +195,13 @@ class RunningCost:
         self.route = route
         self._tally = CostTally([route], prices)
         self._earlier: ModelRequest | None = None
-        self._body: WireRequest | None = None
+        self._previous: RouteReport | None = None
         self.requests = 0
         """How many requests were added."""
 
     def add(self, request: ModelRequest) -> None:
-        report = report_after(request, self.route, self._earlier, self._body)
-        self._earlier, self._body = request, report.wire
+        report = report_after(request, self.route, self._earlier, self._previous)
+        self._earlier, self._previous = request, report
         self.requests += 1
         self._tally.add(request, (report.cache,))
 

@@ -206,14 +206,17 @@ def iter_reports(
 
 
 def report_after(
-    request: ModelRequest, route: Route, earlier: ModelRequest | None, previous: WireRequest | None
+    request: ModelRequest, route: Route, earlier: ModelRequest | None, previous: RouteReport | None
 ) -> RouteReport:
     """`request`'s report on `route` after `earlier` (the previous request, None for the first),
-    whose body on `route` was `previous` (None: it was not sendable): one step of `iter_reports`, for
-    a view that takes requests one at a time (the trajectory's marks, the status line's totals)."""
+    whose report on `route` was `previous`: one step of `iter_reports`, for a view that takes
+    requests one at a time (the trajectory's marks, the status line's totals)."""
     if earlier is None:
         return route_report(request, route, None, None, first=True)
-    return route_report(request, route, previous, earlier)
+    if previous is None or previous.wire is None:
+        return route_report(request, route, None, earlier)
+    characters = previous.cache.characters if previous.cache is not None else None
+    return route_report(request, route, previous.wire, earlier, previous_characters=characters)
 
 
 def _requests_between(

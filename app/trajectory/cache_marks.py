@@ -22,16 +22,16 @@ from app.session.view import ModelRequest
 from app.trajectory.entries import Entry
 
 if TYPE_CHECKING:
-    from app.llm.deepseek.body import WireRequest
     from app.llm.routes import Route
+    from app.report.model import RouteReport
 
 KNOWN = 4096
 """Diagnostics kept: far more than a screen's rows, a few hundred kilobytes at most."""
 WANTED = 256
 """Requests waiting to be worked out, the latest drawn first: rows scrolled past are dropped."""
 BODIES = 2
-"""Wire bodies kept (each is a whole request, megabytes on a long history): the previous request's,
-to work out the next one."""
+"""Reports kept (each holds a whole wire body, megabytes on a long history): the previous
+request's, to work out the next one."""
 
 
 def is_break(diagnostic: CacheDiagnostic | None) -> bool:
@@ -92,7 +92,7 @@ class Diagnoses:
     def __init__(self, requests: Sequence[ModelRequest], routes: Iterable[Route]) -> None:
         self._requests = requests
         self._routes = {route.id: route for route in routes}
-        self._bodies: OrderedDict[tuple[int, str], WireRequest | None] = OrderedDict()
+        self._reports: OrderedDict[tuple[int, str], RouteReport] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -110,13 +110,13 @@ class Diagnoses:
         previous = None
         if earlier is not None:
             key = (earlier.index, route.id)
-            if key not in self._bodies:
-                self._bodies[key] = report_after(earlier, route, None, None).wire
-            previous = self._bodies[key]
+            if key not in self._reports:
+                self._reports[key] = report_after(earlier, route, None, None)
+            previous = self._reports[key]
         report = report_after(request, route, earlier, previous)
-        self._bodies[(request.index, route.id)] = report.wire
-        while len(self._bodies) > BODIES:
-            self._bodies.popitem(last=False)
+        self._reports[(request.index, route.id)] = report
+        while len(self._reports) > BODIES:
+            self._reports.popitem(last=False)
         return request.seq, report.cache
 
 
@@ -131,18 +131,18 @@ def cache_breaks(
     by_id = {route.id: route for route in routes}
     found: dict[int, tuple[int, CacheDiagnostic]] = {}
     earlier: ModelRequest | None = None
-    bodies: dict[str, WireRequest | None] = {}
+    reports: dict[str, RouteReport] = {}
     for done, request in enumerate(requests, 1):
         route = by_id.get(request.route)
         if route is not None:
-            if earlier is not None and route.id not in bodies:
-                bodies[route.id] = report_after(earlier, route, None, None).wire
-            report = report_after(request, route, earlier, bodies.get(route.id))
+            if earlier is not None and route.id not in reports:
+                reports[route.id] = report_after(earlier, route, None, None)
+            report = report_after(request, route, earlier, reports.get(route.id))
             if report.cache is not None and is_break(report.cache):
                 found[request.seq] = (request.index, report.cache)
-            bodies = {route.id: report.wire}
+            reports = {route.id: report}
         else:
-            bodies = {}
+            reports = {}
         earlier = request
         progress(done, total)
     return found
