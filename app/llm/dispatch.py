@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.llm.anthropic.body import build_messages_request
+from app.llm.anthropic.body import assemble_messages, build_messages_request, check_placement
 from app.llm.deepseek.body import WireRequest, build_chat_request
 from app.llm.openai_sdk.body import build_openai_request
 from app.llm.projection import ProjectedRequest
@@ -66,6 +66,22 @@ def build_wire(projected: ProjectedRequest, route: Route, config: Mapping[str, A
     return build_chat_request(
         projected, model=route.model, config=config, reasoning_field=route.reasoning_history
     )
+
+
+def conversation_wire(projected: ProjectedRequest, route: Route) -> list[dict[str, Any]]:
+    """The messages `route`'s wire makes of `projected`'s conversation and update groups alone
+    (its top system text and tools left out, the placement rules unchecked): a part of a body,
+    to append to the previous one."""
+    if route.dialect == "anthropic-messages":
+        return assemble_messages(projected)[0]
+    return build_chat_request(projected, model=route.model, config={}, reasoning_field=route.reasoning_history).body["messages"]
+
+
+def check_wire_placement(messages: list[dict[str, Any]], route: Route) -> None:
+    """Raise `WirePlacementError` when `route`'s wire would refuse these messages (only the
+    Messages wire has placement rules)."""
+    if route.dialect == "anthropic-messages":
+        check_placement(messages)
 
 
 def connect(route: Route, *, http_client: httpx.AsyncClient | None = None) -> ModelClient:

@@ -107,7 +107,19 @@ def project_tool_updates(
     `header` (the request's header) only supplies the current tools and system text when there is
     no snapshot; with a snapshot, everything comes from it.
     """
-    conversation, positions = _split(messages)
+    return project_split(split_messages(messages), history, route, header=header)
+
+
+def project_split(
+    split: tuple[tuple[Message, ...], dict[str, int]],
+    history: ToolHistory | None,
+    route: Route,
+    *,
+    header: RequestHeaderData | None = None,
+) -> ProjectedRequest:
+    """`project_tool_updates` of messages already split (`split_messages`): a request projected on
+    many routes splits its messages once."""
+    conversation, positions = split
     snapshot = history if history is not None and history.header_seq is not None else None
     if not route.sends_tool_updates:
         # Nothing to fall back from: such a route always gets the current tools and text.
@@ -119,7 +131,7 @@ def project_tool_updates(
     return _update_projection(route, conversation, positions, snapshot)
 
 
-def _split(messages: Sequence[Message]) -> tuple[tuple[Message, ...], dict[str, int]]:
+def split_messages(messages: Sequence[Message]) -> tuple[tuple[Message, ...], dict[str, int]]:
     """The conversation messages, and each developer message's position among them."""
     conversation: list[Message] = []
     positions: dict[str, int] = {}

@@ -125,9 +125,16 @@ def diagnose(
         return _diagnostic(prefix, cause, gap, rendered_length(cache_chunks(body, dialect)), 0)
     if not prefix.kept:
         rendered = cache_chunks(body, dialect)
-        cached = _common_start(previous_body, body, rendered, dialect)
-        cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
-        return _diagnostic(prefix, cause, gap, rendered_length(rendered), cached, tools=tools, compaction=compaction)
+        return diagnose_broken(
+            prefix=prefix,
+            body=body,
+            previous_body=previous_body,
+            request=request,
+            previous=previous,
+            ran_here=ran_here,
+            rendered=rendered_length(rendered),
+            cached=_common_start(previous_body, body, rendered, dialect),
+        )
     # A kept prefix: the previous rendering is this one's start but for its closing "]]", unless
     # the two are the same. Only lengths are needed, and one rendering is held at a time (a body
     # may hold a tool result of many megabytes).
@@ -165,6 +172,27 @@ def diagnose_kept(
     if gap is not None and gap > ttl_seconds * 1000:
         return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered, 0)
     return _diagnostic(prefix, None, gap, rendered, cached)
+
+
+def diagnose_broken(
+    *,
+    prefix: PrefixResult,
+    body: dict[str, Any],
+    previous_body: dict[str, Any],
+    request: ModelRequest,
+    previous: ModelRequest,
+    ran_here: bool,
+    rendered: int,
+    cached: int,
+) -> CacheDiagnostic:
+    """The diagnostic of a request whose prefix the previous one on the route breaks: `rendered`
+    is the length of its rendering for the cache, `cached` the common start of it with the
+    previous one's. The cause reads the bodies' up-front tools and top system text only."""
+    gap = _gap_ms(previous, request)
+    if ran_here and _switched(previous, request):
+        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0)
+    cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
+    return _diagnostic(prefix, cause, gap, rendered, cached, tools=tools, compaction=compaction)
 
 
 def _common_start(previous_body: dict[str, Any], body: dict[str, Any], rendered: list[str], dialect: Dialect) -> int:

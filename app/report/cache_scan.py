@@ -1,14 +1,21 @@
 """The cache diagnostic of every request on every route, in one pass that costs each request only
 what it adds: the fast path of `app.report.model.iter_reports` for the sums of `app.report.cost`.
 
-Between two requests made under the same header, whose messages are the previous ones plus user,
-assistant and tool-result messages, every route's projection is the same but for those messages,
-and each of them reaches the chat and Anthropic wires converted on its own. So the body is the
-previous body plus the new messages' wire form, its prefix is kept, its rendering for the cache
-grows by theirs, and the cache can serve all of the previous rendering. Any other request (the
-first, a header change, a compaction, a developer message, a body the previous one could not be
-extended into) is worked out by the reference, `app.report.model`. A property test holds the two
-to the same answer on generated logs (`tests/unit/report/test_cache_scan.py`).
+A request whose messages are the previous request's plus more, in the same sequence and with the
+same settings, usually gets, on each route, the previous body's messages plus the wire form of
+what it adds: its new conversation messages and, where the route carries tool changes in the
+history, its new update groups. Each reaches the chat and Anthropic wires converted on its own,
+so the new body's rendering for the cache is the previous one's plus theirs, and only the head —
+the up-front tools, Anthropic's system text — may differ (a tool change on a route that declares
+the current tools). The scan works the diagnostic out from lengths: the previous rendering's, the
+added messages' and, when the head changed, the two heads' (their common start is the cached
+part; they are a few tools long). Appended user, assistant and tool-result messages under the
+same header and tool history need no projection at all, and routes that convert them alike share
+one conversion.
+
+Any other request (the first, a compaction, a new sequence, other settings, a body the previous
+one could not be extended into) is worked out by the reference, `app.report.model`. A property
+test holds the two to the same answer on generated logs (`tests/unit/report/test_cache_scan.py`).
 """
 
 from __future__ import annotations
@@ -16,30 +23,43 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from operator import is_
 from typing import Any
 
+from app.llm.anthropic.body import WirePlacementError
 from app.llm.deepseek.body import WireRequest
-from app.llm.dispatch import build_wire
-from app.llm.prefix import KEPT
-from app.llm.projection import ProjectedRequest
+from app.llm.dispatch import build_wire, check_wire_placement, conversation_wire
+from app.llm.prefix import KEPT, cache_head_chunks, common_prefix_length, prefix_kept, rendered_length
+from app.llm.projection import BlockGroup, ProjectedRequest, project_split, split_messages
 from app.llm.routes import Route
-from app.report.cache import CacheDiagnostic, diagnose_kept
+from app.report.cache import CacheDiagnostic, diagnose_broken, diagnose_kept
 from app.report.model import route_report
 from app.session.view import ModelRequest
-from app.session.view_items import AssistantItem, ToolResultItem, UserItem
+from app.session.view_items import AssistantItem, Message, ToolResultItem, UserItem
 
 _APPENDED = (UserItem, AssistantItem, ToolResultItem)
-"""The messages a request may add to the previous one's and still extend every body."""
+"""The messages a request may add to the previous one's and still extend every body unprojected."""
+
+_Converted = dict[tuple[Any, ...], tuple[list[dict[str, Any]], int]]
+"""Added messages' wire form and rendered length, by what decides them (routes share it)."""
 
 
 @dataclass(slots=True)
 class _RouteState:
     """What the next request on a route is compared with."""
 
-    wire: WireRequest | None
-    """The previous request's body on the route (None: it could not be sent)."""
+    body: dict[str, Any] | None
+    """The previous request's body on the route, as far as the cache sees it (its up-front tools,
+    Anthropic's system text and its messages, a list the scan owns and appends to); None: it could
+    not be sent."""
     rendered: int
     """The length of that body's rendering for the cache."""
+    head: int
+    """The length of its head's rendering (`cache_head_chunks`)."""
+    projected: ProjectedRequest | None
+    """The last projection worked out in full on the route."""
+    conversation: int
+    """How many conversation messages the body carries (those of `projected`, and appended ones)."""
 
 
 def scan_caches(
@@ -52,28 +72,47 @@ def scan_caches(
     for position in range(len(requests)):
         request = requests[position]
         appended = _appended(previous, request)
-        converted: dict[tuple[str, str], tuple[list[dict[str, Any]], int]] = {}
-        """The appended messages' wire form and rendered length, once per wire (routes share it)."""
+        grown = appended is None and _grown(previous, request)
+        split = split_messages(request.messages) if grown else None
+        converted: _Converted = {}
         diagnostics: list[CacheDiagnostic | None] = []
         for index, route in enumerate(routes):
             state = states[index]
-            if appended is not None and state is not None and state.wire is not None:
-                diagnostic = _extended(state, request, previous, route, appended, converted)  # type: ignore[arg-type]
+            if state is not None and state.body is not None:
+                assert previous is not None
+                diagnostic = None
+                if appended is not None:
+                    diagnostic = _extended(state, request, previous, route, appended, converted)
+                elif split is not None:
+                    diagnostic = _regrown(state, request, previous, route, split, converted)
                 if diagnostic is not None:
                     diagnostics.append(diagnostic)
                     continue
             report = route_report(
                 request,
                 route,
-                state.wire if state is not None else None,
+                WireRequest(state.body, {}, ()) if state is not None and state.body is not None else None,
                 previous,
                 first=state is None,
-                previous_characters=state.rendered if state is not None and state.wire is not None else None,
+                previous_characters=state.rendered if state is not None and state.body is not None else None,
             )
-            states[index] = _RouteState(report.wire, report.cache.characters if report.cache is not None else 0)
+            states[index] = _taken(report.wire, report.projected, report.cache, route)
             diagnostics.append(report.cache)
         yield request, tuple(diagnostics)
         previous = request
+
+
+def _taken(
+    wire: WireRequest | None, projected: ProjectedRequest, cache: CacheDiagnostic | None, route: Route
+) -> _RouteState:
+    """The state after a request the reference worked out: its body's parts the cache sees, the
+    messages copied once (the scan appends to them)."""
+    if wire is None:
+        return _RouteState(None, 0, 0, projected, 0)
+    body = _cache_part(wire.body, list(wire.body.get("messages") or ()))
+    head = rendered_length(cache_head_chunks(body, route.dialect))
+    rendered = cache.characters if cache is not None else 0
+    return _RouteState(body, rendered, head, projected, len(projected.conversation))
 
 
 def _appended(previous: ModelRequest | None, request: ModelRequest) -> tuple[Any, ...] | None:
@@ -93,33 +132,36 @@ def _appended(previous: ModelRequest | None, request: ModelRequest) -> tuple[Any
     return added
 
 
+def _grown(previous: ModelRequest | None, request: ModelRequest) -> bool:
+    """Whether `request`'s messages are `previous`'s (the same objects) and more, in the same
+    sequence with the same settings: its bodies may extend the previous ones."""
+    if previous is None or request.header is None or previous.header is None:
+        return False
+    if request.header.sequence != previous.header.sequence or request.header.config != previous.header.config:
+        return False
+    before, after = previous.messages, request.messages
+    return len(after) >= len(before) and all(map(is_, before, after))
+
+
 def _extended(
     state: _RouteState,
     request: ModelRequest,
     previous: ModelRequest,
     route: Route,
-    added: tuple[Any, ...],
-    converted: dict[tuple[str, str], tuple[list[dict[str, Any]], int]],
+    added: tuple[Message, ...],
+    converted: _Converted,
 ) -> CacheDiagnostic | None:
     """The diagnostic of a request whose body is the previous one plus `added`'s wire form; None
     when the wire would not simply append them (the reference decides then)."""
-    assert state.wire is not None and request.header is not None
     key = ("deepseek-chat" if route.dialect == "offline" else route.dialect, route.reasoning_history)
     if key not in converted:
-        alone = ProjectedRequest(route.id, "", (), added, (), None, None)
-        messages_alone = build_wire(alone, route, request.header.config).body["messages"]
-        converted[key] = (messages_alone, sum(len(json.dumps(message, sort_keys=True)) for message in messages_alone))
+        converted[key] = _converted(ProjectedRequest(route.id, "", (), added, (), None, None), route)
     wire, length = converted[key]
-    body = state.wire.body
-    messages = body.get("messages") or []
-    if messages and wire and messages[-1].get("role") == wire[0].get("role"):
-        return None  # the Anthropic wire would merge the two into one message
-    rendered = state.rendered + length + (2 * (len(wire) - (0 if messages else 1)) if wire else 0)
-    # The new rendering differs from the previous one where the latter closes its lists ("]]"),
-    # unless nothing was added (a retried request).
-    cached = state.rendered - 2 if wire else state.rendered
-    state.wire = WireRequest({**body, "messages": [*messages, *wire]}, state.wire.headers, state.wire.group_indexes)
-    state.rendered = rendered
+    diagnostic = _appending(state, wire, length)
+    if diagnostic is None:
+        return None
+    rendered, cached = diagnostic
+    state.conversation += len(added)
     return diagnose_kept(
         prefix=KEPT,
         request=request,
@@ -129,3 +171,111 @@ def _extended(
         rendered=rendered,
         cached=cached,
     )
+
+
+def _regrown(
+    state: _RouteState,
+    request: ModelRequest,
+    previous: ModelRequest,
+    route: Route,
+    split: tuple[tuple[Message, ...], dict[str, int]],
+    converted: _Converted,
+) -> CacheDiagnostic | None:
+    """The diagnostic of a request whose messages extend the previous one's (`_grown`) on a route
+    whose new projection keeps the previous one's messages and update groups: the body is the
+    previous messages plus the new ones' wire form, under a head that may have changed. None when
+    the projection does not keep them, or the wire would not simply append (the reference
+    decides then)."""
+    before = state.projected
+    assert before is not None and state.body is not None and request.header is not None
+    after = project_split(split, request.history, route, header=request.header)
+    anthropic = route.dialect == "anthropic-messages"
+    if after.fallback != before.fallback or (not anthropic and after.system != before.system):
+        return None
+    count, kept_groups = state.conversation, len(before.groups)
+    if after.groups[:kept_groups] != before.groups or any(group.position < count for group in after.groups[kept_groups:]):
+        return None
+    new_groups = tuple(replace(group, position=group.position - count) for group in after.groups[kept_groups:])
+    key = ("deepseek-chat" if route.dialect == "offline" else route.dialect, route.reasoning_history, count, new_groups)
+    if key not in converted:
+        part = ProjectedRequest(route.id, "", (), after.conversation[count:], new_groups, None, None)
+        converted[key] = _converted(part, route)
+    wire, length = converted[key]
+    messages: list[dict[str, Any]] = state.body["messages"]
+    if new_groups:
+        try:
+            check_wire_placement([*messages, *wire], route)
+        except WirePlacementError:
+            return None
+    head_body = state.body
+    if after.declarations != before.declarations or (anthropic and after.system != before.system):
+        head = ProjectedRequest(route.id, after.system, after.declarations, (), (), None, None)
+        built = build_wire(head, route, request.header.config).body
+        head_body = _cache_part(built, messages)
+    prefix = KEPT if head_body is state.body else prefix_kept({**state.body, "messages": []}, {**head_body, "messages": []}, route.dialect)
+    head_chunks = cache_head_chunks(head_body, route.dialect) if head_body is not state.body else None
+    head_length = rendered_length(head_chunks) if head_chunks is not None else state.head
+    if prefix.kept and head_length != state.head:
+        return None
+    previous_head = state.head
+    previous_body = state.body
+    appended = _appending(state, wire, length)
+    if appended is None:
+        return None
+    rendered, cached = appended
+    rendered += head_length - previous_head
+    state.rendered = rendered
+    state.head = head_length
+    state.projected = after
+    state.conversation = len(after.conversation)
+    state.body = head_body
+    ran_here = request.route == route.id
+    if prefix.kept:
+        return diagnose_kept(
+            prefix=prefix,
+            request=request,
+            previous=previous,
+            ran_here=ran_here,
+            ttl_seconds=route.cache_ttl or 0,
+            rendered=rendered,
+            cached=cached,
+        )
+    assert head_chunks is not None
+    common = common_prefix_length(cache_head_chunks(previous_body, route.dialect), head_chunks)
+    return diagnose_broken(
+        prefix=prefix,
+        body=head_body,
+        previous_body=previous_body,
+        request=request,
+        previous=previous,
+        ran_here=ran_here,
+        rendered=rendered,
+        cached=common,
+    )
+
+
+def _cache_part(body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the cache sees of a body (its up-front tools, Anthropic's system text), with `messages`."""
+    return {**{key: body[key] for key in ("tools", "system") if key in body}, "messages": messages}
+
+
+def _converted(part: ProjectedRequest, route: Route) -> tuple[list[dict[str, Any]], int]:
+    messages = conversation_wire(part, route)
+    return messages, sum(len(json.dumps(message, sort_keys=True)) for message in messages)
+
+
+def _appending(state: _RouteState, wire: list[dict[str, Any]], length: int) -> tuple[int, int] | None:
+    """Append `wire` (rendered `length` long) to the state's messages: the new rendering's length
+    and how much of it the previous rendering covers; None (nothing changed) when the wire would
+    merge its first message into the last one."""
+    assert state.body is not None
+    messages: list[dict[str, Any]] = state.body["messages"]
+    if messages and wire and messages[-1].get("role") == wire[0].get("role"):
+        return None  # the Anthropic wire would merge the two into one message
+    rendered = state.rendered + length + (2 * (len(wire) - (0 if messages else 1)) if wire else 0)
+    # The new rendering differs from the previous one where the latter closes its lists ("]]"),
+    # unless nothing was added (a retried request).
+    cached = state.rendered - 2 if wire else state.rendered
+    messages.extend(wire)
+    state.rendered = rendered
+    return rendered, cached

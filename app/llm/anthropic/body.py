@@ -60,9 +60,8 @@ def build_messages_request(
     `temperature` is not sent: the official request types no longer carry it and current models
     refuse non-default sampling settings.
     """
-    messages: list[dict[str, Any]] = []
-    group_indexes = assemble(projected, messages, _append)
-    _check_placement(messages)
+    messages, group_indexes = assemble_messages(projected)
+    check_placement(messages)
 
     body: dict[str, Any] = {
         "model": model,
@@ -78,7 +77,14 @@ def build_messages_request(
     return WireRequest(body, beta_headers(projected), group_indexes)
 
 
-def _check_placement(messages: list[dict[str, Any]]) -> None:
+def assemble_messages(projected: ProjectedRequest) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
+    """The messages of `projected`'s conversation and update groups, and each group's index,
+    before the placement rules are checked (they hold for a whole body, not for a part of one)."""
+    messages: list[dict[str, Any]] = []
+    return messages, assemble(projected, messages, _append)
+
+
+def check_placement(messages: list[dict[str, Any]]) -> None:
     """Raise `WirePlacementError` unless every system message is not first, directly follows a
     user message (tool results are user messages), and does not separate a `tool_use` from any
     of its `tool_result`s."""

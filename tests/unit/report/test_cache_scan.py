@@ -43,5 +43,6 @@ def test_on_a_long_generated_session_too_where_most_requests_only_append(tmp_pat
     worked_out = []
     monkeypatch.setattr(cache_scan, "route_report", lambda *args, **kwargs: worked_out.append(1) or route_report(*args, **kwargs))
     assert list(scan_caches(requests, ROUTES)) == expected
-    # The reference ran for the first request, each header change, compaction or developer message.
-    assert len(worked_out) < 0.2 * len(requests) * len(ROUTES)
+    # The reference ran for the first request and each compaction (a tool change on a route that
+    # keeps the previous messages is worked out from lengths).
+    assert len(worked_out) < 0.05 * len(requests) * len(ROUTES)
