@@ -57,14 +57,14 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     try:
         session = Session.open(session_file(sessions_dir(), options.session))
         session.load()  # every request is read: a corrupt log is refused before any output
-        # Folded in one pass: consecutive requests share their messages, which the scan needs.
-        requests = session.folded_view().requests
-        cost = session_cost(requests, routes, PriceBook.of(config))
+        # Folded in one pass, each request scanned as it is made: consecutive requests share
+        # their messages, which the scan needs, and none is kept.
+        cost = session_cost(session.folded_requests(), routes, PriceBook.of(config))
     except SessionError as error:
         return fail(str(error), EXIT_FAILURE)
     warn_if_torn(session)
     if options.json:
-        write_cost_json(sys.stdout, session.id, len(requests), cost)
+        write_cost_json(sys.stdout, session.id, cost.requests, cost)
     else:
-        sys.stdout.write(render_cost_text(session.id, len(requests), cost))
+        sys.stdout.write(render_cost_text(session.id, cost.requests, cost))
     return EXIT_OK

@@ -21,7 +21,7 @@ test holds the two to the same answer on generated logs (`tests/unit/report/test
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from operator import is_
 from typing import Any
@@ -63,14 +63,13 @@ class _RouteState:
 
 
 def scan_caches(
-    requests: Sequence[ModelRequest], routes: Sequence[Route]
+    requests: Iterable[ModelRequest], routes: Sequence[Route]
 ) -> Iterator[tuple[ModelRequest, tuple[CacheDiagnostic | None, ...]]]:
     """Each request with its diagnostic on each route (in `routes` order; None for a body that
-    could not be sent), as `iter_reports` would give them."""
+    could not be sent), as `iter_reports` would give them; the requests are read once, in order."""
     states: list[_RouteState | None] = [None] * len(routes)
     previous: ModelRequest | None = None
-    for position in range(len(requests)):
-        request = requests[position]
+    for request in requests:
         appended = _appended(previous, request)
         grown = appended is None and _grown(previous, request)
         split = split_messages(request.messages) if grown else None

@@ -78,6 +78,8 @@ class SessionCost:
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]]
     """Per route id, what the session would cost on each tool-update mode its dialect allows."""
     prices: PriceBook
+    requests: int
+    """How many requests the session made."""
 
     @property
     def cheapest(self) -> RouteTotals | None:
@@ -85,38 +87,26 @@ class SessionCost:
         return min(priced, key=lambda totals: totals.cost) if priced else None  # type: ignore[arg-type, return-value]
 
 
-def session_cost(requests: Sequence[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
+def session_cost(requests: Iterable[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
     """The session's cost on every route in `routes`, and on every other tool-update mode of each:
-    one scan of the requests for all of them."""
+    one scan of the requests, read once in order, for all of them."""
     variants = [replace(route, tool_update=mode) for mode in MODES for route in routes if _allows(route, mode)]
     every = [*routes, *variants]
-    totals, calibration = _summed(scan_caches(requests, every), every, prices, measured=len(routes))
+    tally = CostTally(every, prices, measured=len(routes))
+    for request, diagnostics in scan_caches(requests, every):
+        tally.add(request, diagnostics)
+    totals, calibration = tally.summed()
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
         route.id: {route.tool_update: sums.cost} for route, sums in zip(routes, totals, strict=False)
     }
     for sums in totals[len(routes) :]:
         by_mode[sums.route.id][sums.route.tool_update] = sums.cost
-    return SessionCost(tuple(totals[: len(routes)]), calibration, by_mode, prices)
+    return SessionCost(tuple(totals[: len(routes)]), calibration, by_mode, prices, tally.requests)
 
 
 def _allows(route: Route, mode: ToolUpdateMode) -> bool:
     """A mode other than the route's own that its dialect can send."""
     return mode != route.tool_update and (route.dialect != "openai-sdk" or mode == "none")
-
-
-def _summed(
-    scanned: Iterable[tuple[ModelRequest, tuple[CacheDiagnostic | None, ...]]],
-    routes: Sequence[Route],
-    prices: PriceBook,
-    *,
-    measured: int,
-) -> tuple[list[RouteTotals], Calibration]:
-    """Sum every route over the scan, calibrated by the first `measured` routes (the catalog's; the
-    others are their variants on other tool-update modes)."""
-    tally = CostTally(routes, prices, measured=measured)
-    for request, diagnostics in scanned:
-        tally.add(request, diagnostics)
-    return tally.summed()
 
 
 class CostTally:
@@ -134,6 +124,8 @@ class CostTally:
         """Per route, the same of the requests it ran and recorded."""
         self._pairs: list[tuple[int, int]] = []
         """(estimated input, recorded input) of each request on the route that ran it."""
+        self.requests = 0
+        """How many requests were added."""
 
     def counted(self, reports: Iterable[RequestReport]) -> Iterator[RequestReport]:
         """`reports` (of these routes), each added as it passes."""
@@ -143,6 +135,7 @@ class CostTally:
 
     def add(self, request: ModelRequest, diagnostics: tuple[CacheDiagnostic | None, ...]) -> None:
         """One request's diagnostic on each route, in the routes' order."""
+        self.requests += 1
         usage = request.outcome.usage if isinstance(request.outcome, AssistantItem) else None
         for index, cache in enumerate(diagnostics):
             sums = self._totals[index]
@@ -183,7 +176,7 @@ class CostTally:
         """The totals as a `SessionCost` without the other tool-update modes (each would be
         another pass over the session)."""
         totals, calibration = self.summed()
-        return SessionCost(tuple(totals), calibration, {}, self.prices)
+        return SessionCost(tuple(totals), calibration, {}, self.prices, self.requests)
 
 
 class RunningCost:

@@ -23,7 +23,7 @@ from app.session.invariants import InvariantChecker
 from app.session.lazy_events import events  # imported when first used: a log is read through Structs
 from app.session.line_index import VALIDATED, save_index
 from app.session.reader import ParentResolver, TornTail, parse_line
-from app.session.view import SessionView
+from app.session.view import ModelRequest, SessionView
 
 if TYPE_CHECKING:
     from app.session.tool_history import ToolHistory
@@ -168,6 +168,20 @@ class Session:
             for event in self.chain.events(start, min(start + batch, total)):
                 view.apply(event)
         return view
+
+    def folded_requests(self, batch: int = 4096) -> Iterator[ModelRequest]:
+        """Every request, as `folded_view().requests` has them, each handed out as the fold makes
+        it: the fold keeps no turns, items or requests, so memory is the message window's (a
+        reader of a long session's every request, such as `toolscope cost`)."""
+        view = SessionView(self.header, retain=False)
+        made = view.requests
+        total = len(self.chain)
+        for start in range(0, total, batch):
+            for event in self.chain.events(start, min(start + batch, total)):
+                view.apply(event)
+                if made:
+                    yield from made
+                    made.clear()
 
     def save_index(self) -> None:
         """Keep the line index, the view's checkpoints and the validation record (when every event

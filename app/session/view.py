@@ -214,11 +214,14 @@ class SessionView:
     """Fold events with `apply()`; read `turns`, `requests`, `items`, `messages`.
 
     A seeded view (`seeded`) folds from a checkpoint: its lists hold only what it folded, and its
-    requests are numbered and windowed exactly as a fold from seq 0 would have made them.
+    requests are numbered and windowed exactly as a fold from seq 0 would have made them. A view
+    made with `retain=False` keeps no turns, steps or items, and its reader takes its `requests`
+    away as they come (`Session.folded_requests`): it holds the message window, not the session.
     """
 
-    def __init__(self, header: events.SessionHeader) -> None:
+    def __init__(self, header: events.SessionHeader, *, retain: bool = True) -> None:
         self.header = header
+        self._retain = retain
         self.turns: list[Turn] = []
         self.requests: list[ModelRequest] = []
         self.items: list[Item] = []
@@ -276,7 +279,8 @@ class SessionView:
                 self._request(item, event.time)
             if isinstance(item, HeaderItem):
                 self._header, self._header_seq = item.header, item.seq
-            self._add(item)
+            if self._retain:
+                self._add(item)
             if isinstance(item, SummaryItem):
                 # A new list, not an edit: earlier requests keep the window they were sent with.
                 self._messages = [item, *(m for m in self.messages if m.seq > item.up_to_seq)]
@@ -289,7 +293,8 @@ class SessionView:
     # --- boundaries ------------------------------------------------------------------------------
 
     def _turn_start(self, event: events.TurnStart) -> None:
-        self.turns.append(Turn(number=event.data.turn, seq=event.seq))
+        if self._retain:
+            self.turns.append(Turn(number=event.data.turn, seq=event.seq))
 
     def _turn_end(self, event: events.TurnEnd) -> None:
         turn = self.open_turn

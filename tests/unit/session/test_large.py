@@ -118,6 +118,19 @@ def test_the_folded_view_read_in_batches_equals_the_full_fold(log: GeneratedLog,
     assert folded.history == expected.history and folded.last_seq == expected.last_seq
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=logs_with_partial_compactions(), batch=st.integers(1, 9))
+def test_the_requests_handed_out_one_at_a_time_are_the_full_folds(log: GeneratedLog, batch: int) -> None:
+    """`folded_requests` keeps nothing: each request, read as it comes, is the full fold's."""
+    expected = log.view().requests
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{log.header.id}.jsonl"
+        path.write_bytes(log.jsonl())
+        read = [(request, tuple(request.messages)) for request in Session.open(path).folded_requests(batch=batch)]
+    assert [request for request, _messages in read] == expected
+    assert [messages for _request, messages in read] == [tuple(request.messages) for request in expected]
+
+
 def _positions_of(log: GeneratedLog) -> list[tuple[int, int, int]]:
     """(turn, step, requests made before) at each seq, counted from the start."""
     found, turn, step, requests = [], 0, 0, 0
