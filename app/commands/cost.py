@@ -42,7 +42,7 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     from app.agent.runtime import catalog_from
     from app.llm.routes import RouteConfigError
     from app.paths import sessions_dir
-    from app.report.cost import session_cost
+    from app.report.cost_record import recorded_cost
     from app.report.cost_json import write_cost_json
     from app.report.cost_text import render_cost_text
     from app.report.prices import PriceBook
@@ -57,9 +57,7 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
     try:
         session = Session.open(session_file(sessions_dir(), options.session))
         session.load()  # every request is read: a corrupt log is refused before any output
-        # Folded in one pass, each request scanned as it is made: consecutive requests share
-        # their messages, which the scan needs, and none is kept.
-        cost = session_cost(session.folded_requests(), routes, PriceBook.of(config))
+        cost = recorded_cost(session, routes, PriceBook.of(config))
     except SessionError as error:
         return fail(str(error), EXIT_FAILURE)
     warn_if_torn(session)

@@ -72,6 +72,16 @@ class RouteTotals:
 
 
 @dataclass(frozen=True, slots=True)
+class CostSums:
+    """What a scan sums on each route, before prices: `totals` (tokens calibrated, no cost), the
+    calibration, and how many requests were scanned."""
+
+    totals: tuple[RouteTotals, ...]
+    calibration: Calibration
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
 class SessionCost:
     routes: tuple[RouteTotals, ...]
     calibration: Calibration
@@ -90,18 +100,33 @@ class SessionCost:
 def session_cost(requests: Iterable[ModelRequest], routes: Sequence[Route], prices: PriceBook) -> SessionCost:
     """The session's cost on every route in `routes`, and on every other tool-update mode of each:
     one scan of the requests, read once in order, for all of them."""
-    variants = [replace(route, tool_update=mode) for mode in MODES for route in routes if _allows(route, mode)]
-    every = [*routes, *variants]
-    tally = CostTally(every, prices, measured=len(routes))
-    for request, diagnostics in scan_caches(requests, every):
+    every = with_other_modes(routes)
+    return priced_cost(routes, scanned_sums(requests, every, measured=len(routes)), prices)
+
+
+def with_other_modes(routes: Sequence[Route]) -> list[Route]:
+    """`routes`, then each of them on every other tool-update mode its dialect can send."""
+    return [*routes, *(replace(route, tool_update=mode) for mode in MODES for route in routes if _allows(route, mode))]
+
+
+def scanned_sums(requests: Iterable[ModelRequest], routes: Sequence[Route], *, measured: int) -> CostSums:
+    """The sums of one scan of `requests` on every route, calibrated by the first `measured`."""
+    tally = CostTally(routes, None, measured=measured)
+    for request, diagnostics in scan_caches(requests, routes):
         tally.add(request, diagnostics)
-    totals, calibration = tally.summed()
+    return tally.sums()
+
+
+def priced_cost(routes: Sequence[Route], sums: CostSums, prices: PriceBook) -> SessionCost:
+    """`sums` (of `with_other_modes(routes)`) priced: `routes`' totals, and each route's cost on
+    every mode."""
+    totals = [replace(running, cost=prices.cost(running.route, _token_counts(running))) for running in sums.totals]
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
-        route.id: {route.tool_update: sums.cost} for route, sums in zip(routes, totals, strict=False)
+        route.id: {route.tool_update: priced.cost} for route, priced in zip(routes, totals, strict=False)
     }
-    for sums in totals[len(routes) :]:
-        by_mode[sums.route.id][sums.route.tool_update] = sums.cost
-    return SessionCost(tuple(totals[: len(routes)]), calibration, by_mode, prices, tally.requests)
+    for priced in totals[len(routes) :]:
+        by_mode[priced.route.id][priced.route.tool_update] = priced.cost
+    return SessionCost(tuple(totals[: len(routes)]), sums.calibration, by_mode, prices, sums.requests)
 
 
 def _allows(route: Route, mode: ToolUpdateMode) -> bool:
@@ -113,8 +138,9 @@ class CostTally:
     """The session totals summed one request at a time: an export that writes each report as it is
     built sums them in the same pass (`counted`), and has the totals when it is done."""
 
-    def __init__(self, routes: Sequence[Route], prices: PriceBook, *, measured: int | None = None) -> None:
-        """`measured`: how many of the first routes calibrate the estimate (default: all)."""
+    def __init__(self, routes: Sequence[Route], prices: PriceBook | None, *, measured: int | None = None) -> None:
+        """`measured`: how many of the first routes calibrate the estimate (default: all);
+        `prices`: None for a tally read only for its `sums`."""
         self.prices = prices
         self._measured = len(routes) if measured is None else measured
         self._totals = [RouteTotals(route) for route in routes]
@@ -156,11 +182,11 @@ class CostTally:
                 self._estimated[index][0] += cache.tokens.input
                 self._estimated[index][1] += cache.tokens.cached
 
-    def summed(self) -> tuple[list[RouteTotals], Calibration]:
-        """The totals so far, calibrated and priced (copies: more requests may be added)."""
+    def sums(self) -> CostSums:
+        """The totals so far, calibrated, without prices (copies: more requests may be added)."""
         calibration = _calibration(self._pairs)
         factor = calibration.factor
-        summed = []
+        totals = []
         for running, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
             self._totals, self._estimated, self._beside, strict=True
         ):
@@ -168,13 +194,20 @@ class CostTally:
             sums.input_tokens += round(factor * input_tokens)
             sums.cached_tokens += round(factor * cached_tokens)
             sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))
-            sums.cost = self.prices.cost(sums.route, _token_counts(sums))
-            summed.append(sums)
-        return summed, calibration
+            totals.append(sums)
+        return CostSums(tuple(totals), calibration, self.requests)
+
+    def summed(self) -> tuple[list[RouteTotals], Calibration]:
+        """The totals so far, calibrated and priced."""
+        assert self.prices is not None
+        sums = self.sums()
+        prices = self.prices
+        return [replace(each, cost=prices.cost(each.route, _token_counts(each))) for each in sums.totals], sums.calibration
 
     def session_cost(self) -> SessionCost:
         """The totals as a `SessionCost` without the other tool-update modes (each would be
         another pass over the session)."""
+        assert self.prices is not None
         totals, calibration = self.summed()
         return SessionCost(tuple(totals), calibration, {}, self.prices, self.requests)
 

@@ -39,6 +39,7 @@ INDEX_VERSION = 5  # 4: code counts; 5: sealed, keyed by device and ctime too
 CHUNK_SIZE = 128 << 10  # read by the scan at a time: split while still in the CPU cache
 VALIDATED = "validated"  # the `extra` key of the record that every line was validated strictly
 CHECKPOINTS = "checkpoints"  # the `extra` key of the view's fold checkpoints
+COSTS = "costs"  # the `extra` key of `toolscope cost`'s sums (`app.report.cost_record`)
 COUNT_BLOCK = 4096  # lines per block of the per-block code counts, and of the offsets' seals
 BLOCK_COUNTS = "blocks"  # the `extra` key of those counts
 META_LIMIT = 1 << 20  # the longest meta line a cache may have (a few hundred bytes are written)
@@ -481,9 +482,9 @@ def _load(
         return index, True
     # Changed since. Logs only grow, or lose a torn tail after their last complete line: keep the
     # index of the lines then, if the file still holds the last indexed line where it was; but
-    # nothing derived from what the lines say (the validation record, the fold checkpoints), which
-    # holds for the file exactly as it was (docs/architecture.md §5). A file of the same size was rewritten:
-    # index it again.
+    # nothing derived from what the lines say (the validation record, the fold checkpoints, the cost
+    # sums), which holds for the file exactly as it was (docs/architecture.md §5). A file of the
+    # same size was rewritten: index it again.
     try:
         if (
             status.st_size == meta["size"]
@@ -493,8 +494,8 @@ def _load(
             return None
     except StaleIndexError:  # its offsets did not check out, and the file is not what it indexed
         return None
-    index.extra.discard(VALIDATED)
-    index.extra.discard(CHECKPOINTS)
+    for derived in (VALIDATED, CHECKPOINTS, COSTS):
+        index.extra.discard(derived)
     return index, False
 
 
