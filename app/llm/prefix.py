@@ -133,6 +133,15 @@ def _cache_parts(body: dict[str, Any], dialect: Dialect, *, messages: bool) -> l
     return [*head, body.get("messages") or []] if messages else head
 
 
+def message_text(message: dict[str, Any]) -> str:
+    """One message's rendering for the cache (as it is inside `cache_chunks`)."""
+    return _ENCODER.encode(message)
+
+
+def message_length(message: dict[str, Any]) -> int:
+    return len(message_text(message))
+
+
 def rendered_length(chunks: Sequence[str]) -> int:
     return sum(map(len, chunks))
 

@@ -35,7 +35,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.llm.prefix import PrefixResult, cache_chunks, cache_head_chunks, common_prefix_length, rendered_length
+from app.llm.prefix import (
+    PrefixResult,
+    cache_chunks,
+    cache_head_chunks,
+    common_prefix_length,
+    message_length,
+    message_text,
+    rendered_length,
+)
 from app.llm.routes import Dialect
 from app.session.view import ModelRequest
 from app.session.view_items import SummaryItem
@@ -133,7 +141,7 @@ def diagnose(
             previous=previous,
             ran_here=ran_here,
             rendered=rendered_length(rendered),
-            cached=_common_start(previous_body, body, rendered, dialect),
+            cached=_common_start(previous_body, body, rendered, dialect, prefix.first_difference),
         )
     # A kept prefix: the previous rendering is this one's start but for its closing "]]", unless
     # the two are the same. Only lengths are needed, and one rendering is held at a time (a body
@@ -195,15 +203,36 @@ def diagnose_broken(
     return _diagnostic(prefix, cause, gap, rendered, cached, tools=tools, compaction=compaction)
 
 
-def _common_start(previous_body: dict[str, Any], body: dict[str, Any], rendered: list[str], dialect: Dialect) -> int:
+def _common_start(
+    previous_body: dict[str, Any], body: dict[str, Any], rendered: list[str], dialect: Dialect, pointer: str | None
+) -> int:
     """How much of `body`'s rendering (`rendered`) starts as `previous_body`'s does. Where their
     heads differ (a tool changed, the system text), the heads' common start, without rendering
-    the previous body's messages (the bulk of a long history)."""
+    the previous body's messages (the bulk of a long history); where they agree and the prefix
+    checker found the first message that differs (`pointer`), the messages before it are the
+    same and are measured, not compared."""
     before, after = cache_head_chunks(previous_body, dialect), cache_head_chunks(body, dialect)
     common = common_prefix_length(before, after)
-    if common < min(rendered_length(before), rendered_length(after)):
+    head = rendered_length(after)
+    if common < min(rendered_length(before), head):
         return common
-    return common_prefix_length(cache_chunks(previous_body, dialect), rendered)
+    index = _message_index(pointer)
+    old, new = previous_body.get("messages") or [], body.get("messages") or []
+    if index is None or index >= len(old) or index > len(new):
+        return common_prefix_length(cache_chunks(previous_body, dialect), rendered)
+    # "[head…, [m0, m1, …]]": message k starts after the head, ", [" and the earlier ones.
+    start = head + 2 + sum(message_length(message) + 2 for message in new[:index])
+    if index == len(new):
+        return start if index == 0 else start - 2  # the newer list closes where the older goes on
+    return start + common_prefix_length([message_text(old[index])], [message_text(new[index])])
+
+
+def _message_index(pointer: str | None) -> int | None:
+    """N of a "/messages/N" pointer."""
+    if pointer is None or not pointer.startswith("/messages/"):
+        return None
+    number = pointer[len("/messages/") :]
+    return int(number) if number.isdigit() else None
 
 
 def estimated_tokens(characters: int) -> int:

@@ -20,7 +20,6 @@ test holds the two to the same answer on generated logs (`tests/unit/report/test
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from operator import is_
@@ -29,7 +28,7 @@ from typing import Any
 from app.llm.anthropic.body import WirePlacementError
 from app.llm.deepseek.body import WireRequest
 from app.llm.dispatch import build_wire, check_wire_placement, conversation_wire
-from app.llm.prefix import KEPT, cache_head_chunks, common_prefix_length, prefix_kept, rendered_length
+from app.llm.prefix import KEPT, cache_head_chunks, common_prefix_length, message_length, prefix_kept, rendered_length
 from app.llm.projection import BlockGroup, ProjectedRequest, project_split, split_messages
 from app.llm.routes import Route
 from app.report.cache import CacheDiagnostic, diagnose_broken, diagnose_kept
@@ -40,8 +39,18 @@ from app.session.view_items import AssistantItem, Message, ToolResultItem, UserI
 _APPENDED = (UserItem, AssistantItem, ToolResultItem)
 """The messages a request may add to the previous one's and still extend every body unprojected."""
 
-_Converted = dict[tuple[Any, ...], tuple[list[dict[str, Any]], int]]
-"""Added messages' wire form and rendered length, by what decides them (routes share it)."""
+class _Shared:
+    """What the routes of one request share, worked out once: the added messages' wire form and
+    rendered length, new heads, and the diagnostics of kept prefixes, each by what decides it."""
+
+    __slots__ = ("converted", "heads", "kept")
+
+    def __init__(self) -> None:
+        self.converted: dict[tuple[Any, ...], tuple[list[dict[str, Any]], int]] = {}
+        self.heads: list[tuple[tuple[Any, ...], dict[str, Any], list[str]]] = []
+        """(what decides it, the head's body parts, its rendering): looked up by equality (a
+        projection's declarations are new objects on every route)."""
+        self.kept: dict[tuple[bool, float, int, int], CacheDiagnostic] = {}
 
 
 @dataclass(slots=True)
@@ -73,7 +82,7 @@ def scan_caches(
         appended = _appended(previous, request)
         grown = appended is None and _grown(previous, request)
         split = split_messages(request.messages) if grown else None
-        converted: _Converted = {}
+        shared = _Shared()
         diagnostics: list[CacheDiagnostic | None] = []
         for index, route in enumerate(routes):
             state = states[index]
@@ -81,9 +90,9 @@ def scan_caches(
                 assert previous is not None
                 diagnostic = None
                 if appended is not None:
-                    diagnostic = _extended(state, request, previous, route, appended, converted)
+                    diagnostic = _extended(state, request, previous, route, appended, shared)
                 elif split is not None:
-                    diagnostic = _regrown(state, request, previous, route, split, converted)
+                    diagnostic = _regrown(state, request, previous, route, split, shared)
                 if diagnostic is not None:
                     diagnostics.append(diagnostic)
                     continue
@@ -148,28 +157,20 @@ def _extended(
     previous: ModelRequest,
     route: Route,
     added: tuple[Message, ...],
-    converted: _Converted,
+    shared: _Shared,
 ) -> CacheDiagnostic | None:
     """The diagnostic of a request whose body is the previous one plus `added`'s wire form; None
     when the wire would not simply append them (the reference decides then)."""
-    key = ("deepseek-chat" if route.dialect == "offline" else route.dialect, route.reasoning_history)
+    key = (_wire_family(route), route.reasoning_history)
+    converted = shared.converted
     if key not in converted:
         converted[key] = _converted(ProjectedRequest(route.id, "", (), added, (), None, None), route)
     wire, length = converted[key]
-    diagnostic = _appending(state, wire, length)
-    if diagnostic is None:
+    appended = _appending(state, wire, length)
+    if appended is None:
         return None
-    rendered, cached = diagnostic
     state.conversation += len(added)
-    return diagnose_kept(
-        prefix=KEPT,
-        request=request,
-        previous=previous,
-        ran_here=request.route == route.id,
-        ttl_seconds=route.cache_ttl or 0,
-        rendered=rendered,
-        cached=cached,
-    )
+    return _kept(shared, request, previous, route, *appended)
 
 
 def _regrown(
@@ -178,7 +179,7 @@ def _regrown(
     previous: ModelRequest,
     route: Route,
     split: tuple[tuple[Message, ...], dict[str, int]],
-    converted: _Converted,
+    shared: _Shared,
 ) -> CacheDiagnostic | None:
     """The diagnostic of a request whose messages extend the previous one's (`_grown`) on a route
     whose new projection keeps the previous one's messages and update groups: the body is the
@@ -195,7 +196,8 @@ def _regrown(
     if after.groups[:kept_groups] != before.groups or any(group.position < count for group in after.groups[kept_groups:]):
         return None
     new_groups = tuple(replace(group, position=group.position - count) for group in after.groups[kept_groups:])
-    key = ("deepseek-chat" if route.dialect == "offline" else route.dialect, route.reasoning_history, count, new_groups)
+    key = (_wire_family(route), route.reasoning_history, count, new_groups)
+    converted = shared.converted
     if key not in converted:
         part = ProjectedRequest(route.id, "", (), after.conversation[count:], new_groups, None, None)
         converted[key] = _converted(part, route)
@@ -206,13 +208,11 @@ def _regrown(
             check_wire_placement([*messages, *wire], route)
         except WirePlacementError:
             return None
-    head_body = state.body
+    head_body, head_chunks = state.body, None
     if after.declarations != before.declarations or (anthropic and after.system != before.system):
-        head = ProjectedRequest(route.id, after.system, after.declarations, (), (), None, None)
-        built = build_wire(head, route, request.header.config).body
-        head_body = _cache_part(built, messages)
-    prefix = KEPT if head_body is state.body else prefix_kept({**state.body, "messages": []}, {**head_body, "messages": []}, route.dialect)
-    head_chunks = cache_head_chunks(head_body, route.dialect) if head_body is not state.body else None
+        head, head_chunks = _head(shared, route, after, request.header.config)
+        head_body = {**head, "messages": messages}
+    prefix = KEPT if head_chunks is None else prefix_kept({**state.body, "messages": []}, head, route.dialect)
     head_length = rendered_length(head_chunks) if head_chunks is not None else state.head
     if prefix.kept and head_length != state.head:
         return None
@@ -228,17 +228,8 @@ def _regrown(
     state.projected = after
     state.conversation = len(after.conversation)
     state.body = head_body
-    ran_here = request.route == route.id
     if prefix.kept:
-        return diagnose_kept(
-            prefix=prefix,
-            request=request,
-            previous=previous,
-            ran_here=ran_here,
-            ttl_seconds=route.cache_ttl or 0,
-            rendered=rendered,
-            cached=cached,
-        )
+        return _kept(shared, request, previous, route, rendered, cached)
     assert head_chunks is not None
     common = common_prefix_length(cache_head_chunks(previous_body, route.dialect), head_chunks)
     return diagnose_broken(
@@ -247,10 +238,48 @@ def _regrown(
         previous_body=previous_body,
         request=request,
         previous=previous,
-        ran_here=ran_here,
+        ran_here=request.route == route.id,
         rendered=rendered,
         cached=common,
     )
+
+
+def _kept(shared: _Shared, request: ModelRequest, previous: ModelRequest, route: Route, rendered: int, cached: int) -> CacheDiagnostic:
+    """`diagnose_kept` on `route`, shared by the routes of the request it would give the same."""
+    key = (request.route == route.id, route.cache_ttl or 0, rendered, cached)
+    diagnostic = shared.kept.get(key)
+    if diagnostic is None:
+        diagnostic = shared.kept[key] = diagnose_kept(
+            prefix=KEPT,
+            request=request,
+            previous=previous,
+            ran_here=key[0],
+            ttl_seconds=key[1],
+            rendered=rendered,
+            cached=cached,
+        )
+    return diagnostic
+
+
+def _head(shared: _Shared, route: Route, projected: ProjectedRequest, config: Any) -> tuple[dict[str, Any], list[str]]:
+    """The up-front tools and top system text `route` sends for `projected` (no messages), and
+    their rendering for the cache; shared by the routes of the request whose wire makes the same."""
+    anthropic = route.dialect == "anthropic-messages"
+    decided = (anthropic, projected.system if anthropic else None, projected.declarations)
+    for key, head, chunks in shared.heads:
+        if key == decided:
+            return head, chunks
+    part = ProjectedRequest(route.id, projected.system, projected.declarations, (), (), None, None)
+    head = _cache_part(build_wire(part, route, config).body, [])
+    chunks = cache_head_chunks(head, route.dialect)
+    shared.heads.append((decided, head, chunks))
+    return head, chunks
+
+
+def _wire_family(route: Route) -> str:
+    """Routes of one family convert a message alike (the offline and openai-sdk routes speak the
+    chat wire)."""
+    return "anthropic-messages" if route.dialect == "anthropic-messages" else "chat"
 
 
 def _cache_part(body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -260,7 +289,7 @@ def _cache_part(body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[st
 
 def _converted(part: ProjectedRequest, route: Route) -> tuple[list[dict[str, Any]], int]:
     messages = conversation_wire(part, route)
-    return messages, sum(len(json.dumps(message, sort_keys=True)) for message in messages)
+    return messages, sum(map(message_length, messages))
 
 
 def _appending(state: _RouteState, wire: list[dict[str, Any]], length: int) -> tuple[int, int] | None:

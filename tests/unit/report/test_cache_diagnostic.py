@@ -11,9 +11,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.llm.prefix import common_prefix_length, prefix_kept, render_for_cache
+from app.llm.prefix import cache_chunks, common_prefix_length, prefix_kept, render_for_cache
 from app.llm.routes import Route, load_catalog
-from app.report.cache import CacheCause, diagnose, estimated_tokens
+from app.report.cache import CacheCause, _common_start, diagnose, estimated_tokens
 from app.report.model import inspect_requests
 from app.session.view import SessionView
 from tests.support.builder import LogBuilder, tool
@@ -218,3 +218,29 @@ def reference_rendering(body: dict, dialect: str) -> str:
 def pieces(text: str, cuts: list[float]) -> list[str]:
     edges = [0, *sorted(round(cut * len(text)) for cut in cuts), len(text)]
     return [text[start:end] for start, end in zip(edges, edges[1:])]
+
+
+_MESSAGES = st.lists(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": st.text(alphabet="ab\"é\n", max_size=4)}),
+    max_size=5,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=_MESSAGES,
+    keep=st.integers(0, 5),
+    after=_MESSAGES,
+    dialect=st.sampled_from(["deepseek-chat", "anthropic-messages"]),
+    tools=st.sampled_from([[], [{"name": "read"}]]),
+)
+def test_the_cached_start_of_a_rewritten_history_is_the_renderings_common_start(before, keep, after, dialect, tools) -> None:
+    """Where the heads agree, the cached part is measured from the first message the prefix checker
+    names (messages dropped, edited or replaced): held to the two renderings' common start."""
+    previous = {"tools": tools, "system": "s", "messages": before}
+    body = {"tools": tools, "system": "s", "messages": [*before[:keep], *after]}
+    prefix = prefix_kept(previous, body, dialect)
+    if prefix.kept:
+        return
+    expected = len(os.path.commonprefix([render_for_cache(previous, dialect), render_for_cache(body, dialect)]))
+    assert _common_start(previous, body, cache_chunks(body, dialect), dialect, prefix.first_difference) == expected
