@@ -90,6 +90,10 @@ class Segment:
         return len(self.index) + (self.last_line is not None)
 
 
+_KEPT_AS_MODELS = frozenset(("request/header", "developer/message"))
+"""Events whose data the tool history and the requests keep (`Chain.folded_events`)."""
+
+
 class Chain:
     """The files of a session, ancestors first, with seq → line lookup and on-demand parsing."""
 
@@ -216,6 +220,20 @@ class Chain:
                 self._remember(seq, event)
             found.append(event)
         return found
+
+    def folded_events(self, start: int, stop: int) -> Iterator[events.Event | structs.Envelope]:
+        """Events `start..stop-1` for a fold that reads each once, none remembered: the msgspec
+        Struct of a line it validates (the view's items take either kind), as its model where the
+        tool history keeps the event's data (headers, developer messages); else, as `events`
+        gives them, the pydantic event or the error naming the line."""
+        for _seq, segment, number, line in self.lines(start, stop):
+            event = structs.decode_valid(line)
+            if event is None:
+                yield self._decode(segment, number, line)
+            elif event.type in _KEPT_AS_MODELS:
+                yield structs.model_of(event)
+            else:
+                yield event
 
     def select(self, seqs: list[int]) -> list[events.Event]:
         """The events of `seqs` (in that order), each parsed alone; only their lines are read."""

@@ -177,7 +177,7 @@ class Session:
         made = view.requests
         total = len(self.chain)
         for start in range(0, total, batch):
-            for event in self.chain.events(start, min(start + batch, total)):
+            for event in self.chain.folded_events(start, min(start + batch, total)):
                 view.apply(event)
                 if made:
                     yield from made

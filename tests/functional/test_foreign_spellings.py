@@ -1,7 +1,7 @@
 """Sessions written by programs other than toolscope's writer (issue 23, item 1): any JSON spelling
 of the same lines — spaces, escapes, key order, `type` not first, CRLF — reads exactly as the
-writer's compact form through `inspect`, `export`, `run --session`, the view, the Trajectory and a
-resumed chat."""
+writer's compact form through `inspect`, `export`, `cost`, `run --session`, the view, the
+Trajectory and a resumed chat."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ from tests.support.spellings import respell_file
 
 pytestmark = pytest.mark.anyio
 
-COMMANDS = (("inspect", "--json"), ("inspect", "--no-pager"), ("export", "--format", "json"), ("export", "--format", "md"))
+COMMANDS = (
+    ("inspect", "--json"), ("inspect", "--no-pager"), ("export", "--format", "json"), ("export", "--format", "md"), ("cost", "--json"),
+)
 
 
 def outputs(path: Path) -> list[object]:
@@ -75,7 +77,7 @@ def test_inspect_export_and_run_read_a_json_dumps_session_as_the_original(tmp_pa
     dumped = _json_dumps(original, tmp_path / "dumped.jsonl")
     assert dumped.read_text().startswith('{"type": "session", ')
 
-    for args in (("inspect", "--no-pager"), ("inspect", "--json"), ("export", "--format", "json")):
+    for args in (("inspect", "--no-pager"), ("inspect", "--json"), ("export", "--format", "json"), ("cost", "--json")):
         mine, theirs = _toolscope(home, args[0], str(original), *args[1:]), _toolscope(home, args[0], str(dumped), *args[1:])
         assert (theirs.returncode, theirs.stdout, theirs.stderr) == (mine.returncode, mine.stdout, mine.stderr)
     assert " · 0 requests" not in _toolscope(home, "inspect", str(dumped), "--no-pager").stdout
