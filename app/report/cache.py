@@ -127,7 +127,7 @@ def diagnose(
     previous request's body on the route (None: none was sendable), `previous_characters` its
     diagnostic's `characters` if known; `ran_here` says whether this route is the one that ran
     `request`."""
-    gap = _gap_ms(previous, request)
+    gap = gap_ms(previous, request)
     if previous_body is None or previous is None or (ran_here and _switched(previous, request)):
         cause = CacheCause.INITIAL if previous_body is None or previous is None else CacheCause.ROUTE_SWITCHED
         return _diagnostic(prefix, cause, gap, rendered_length(cache_chunks(body, dialect)), 0)
@@ -174,7 +174,7 @@ def diagnose_kept(
     """The diagnostic of a request whose prefix the previous one on the route keeps: `rendered`
     is the length of its rendering for the cache, `cached` how much of it the previous rendering
     covers (what the cache serves, if it is there)."""
-    gap = _gap_ms(previous, request)
+    gap = gap_ms(previous, request)
     if ran_here and _switched(previous, request):
         return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0)
     if gap is not None and gap > ttl_seconds * 1000:
@@ -196,7 +196,7 @@ def diagnose_broken(
     """The diagnostic of a request whose prefix the previous one on the route breaks: `rendered`
     is the length of its rendering for the cache, `cached` the common start of it with the
     previous one's. The cause reads the bodies' up-front tools and top system text only."""
-    gap = _gap_ms(previous, request)
+    gap = gap_ms(previous, request)
     if ran_here and _switched(previous, request):
         return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0)
     cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
@@ -339,7 +339,8 @@ def _starts_with_summary(messages: Sequence[object]) -> bool:
     return bool(messages) and isinstance(messages[0], SummaryItem)
 
 
-def _gap_ms(previous: ModelRequest | None, request: ModelRequest) -> int | None:
+def gap_ms(previous: ModelRequest | None, request: ModelRequest) -> int | None:
+    """Milliseconds from the previous request's answer to this request's start (None: the first)."""
     if previous is None:
         return None
     sent = request.started_at if request.started_at is not None else request.answered_at

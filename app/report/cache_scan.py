@@ -10,8 +10,9 @@ the up-front tools, Anthropic's system text — may differ (a tool change on a r
 the current tools). The scan works the diagnostic out from lengths: the previous rendering's, the
 added messages' and, when the head changed, the two heads' (their common start is the cached
 part; they are a few tools long). Appended user, assistant and tool-result messages under the
-same header and tool history need no projection at all, and routes that convert them alike share
-one conversion.
+same header and tool history need no projection at all. Routes whose bodies are the same for the
+cache (a class: the same wire family, reasoning field and tool-update mode) are worked out once,
+and what the routes of one request work out alike is shared (`_Shared`).
 
 Any other request (the first, a compaction, a new sequence, other settings, a body the previous
 one could not be extended into) is worked out by the reference, `app.report.model`. A property
@@ -28,11 +29,11 @@ from typing import Any
 from app.llm.anthropic.body import WirePlacementError
 from app.llm.deepseek.body import WireRequest
 from app.llm.dispatch import build_wire, check_wire_placement, conversation_wire
-from app.llm.prefix import KEPT, cache_head_chunks, common_prefix_length, message_length, prefix_kept, rendered_length
+from app.llm.prefix import KEPT, PrefixResult, cache_head_chunks, common_prefix_length, message_length, prefix_kept, rendered_length
 from app.llm.projection import BlockGroup, ProjectedRequest, project_split, split_messages
 from app.llm.routes import Route
-from app.report.cache import CacheDiagnostic, diagnose_broken, diagnose_kept
-from app.report.model import route_report
+from app.report.cache import CacheDiagnostic, diagnose, diagnose_broken, diagnose_kept, gap_ms
+from app.report.model import RouteReport, route_report
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem, Message, ToolResultItem, UserItem
 
@@ -43,14 +44,16 @@ class _Shared:
     """What the routes of one request share, worked out once: the added messages' wire form and
     rendered length, new heads, and the diagnostics of kept prefixes, each by what decides it."""
 
-    __slots__ = ("converted", "heads", "kept")
+    __slots__ = ("converted", "heads", "kept", "gap")
 
-    def __init__(self) -> None:
+    def __init__(self, gap: int | None) -> None:
+        self.gap = gap
+        """Since the previous request's answer (`gap_ms`)."""
         self.converted: dict[tuple[Any, ...], tuple[list[dict[str, Any]], int]] = {}
         self.heads: list[tuple[tuple[Any, ...], dict[str, Any], list[str]]] = []
         """(what decides it, the head's body parts, its rendering): looked up by equality (a
         projection's declarations are new objects on every route)."""
-        self.kept: dict[tuple[bool, float, int, int], CacheDiagnostic] = {}
+        self.kept: dict[tuple[bool, bool, int, int], CacheDiagnostic] = {}
 
 
 @dataclass(slots=True)
@@ -75,39 +78,86 @@ def scan_caches(
     requests: Iterable[ModelRequest], routes: Sequence[Route]
 ) -> Iterator[tuple[ModelRequest, tuple[CacheDiagnostic | None, ...]]]:
     """Each request with its diagnostic on each route (in `routes` order; None for a body that
-    could not be sent), as `iter_reports` would give them; the requests are read once, in order."""
-    states: list[_RouteState | None] = [None] * len(routes)
+    could not be sent), as `iter_reports` would give them; the requests are read once, in order.
+
+    Routes whose bodies are the same (`_body_class`) share one state: their diagnostics differ
+    only by which of them ran the request and by their TTLs, applied per route at the end."""
+    classes = _body_classes(routes)
+    states: list[_RouteState | None] = [None] * len(classes)
     previous: ModelRequest | None = None
     for request in requests:
         appended = _appended(previous, request)
         grown = appended is None and _grown(previous, request)
         split = split_messages(request.messages) if grown else None
-        shared = _Shared()
-        diagnostics: list[CacheDiagnostic | None] = []
-        for index, route in enumerate(routes):
-            state = states[index]
+        shared = _Shared(gap_ms(previous, request))
+        diagnostics: list[CacheDiagnostic | None] = [None] * len(routes)
+        for number, members in enumerate(classes):
+            state = states[number]
+            route = routes[members[0]]
+            measured = None
             if state is not None and state.body is not None:
-                assert previous is not None
-                diagnostic = None
                 if appended is not None:
-                    diagnostic = _extended(state, request, previous, route, appended, shared)
+                    measured = _extended(state, route, appended, shared)
                 elif split is not None:
-                    diagnostic = _regrown(state, request, previous, route, split, shared)
-                if diagnostic is not None:
-                    diagnostics.append(diagnostic)
-                    continue
-            report = route_report(
-                request,
-                route,
-                WireRequest(state.body, {}, ()) if state is not None and state.body is not None else None,
-                previous,
-                first=state is None,
-                previous_characters=state.rendered if state is not None and state.body is not None else None,
-            )
-            states[index] = _taken(report.wire, report.projected, report.cache, route)
-            diagnostics.append(report.cache)
+                    measured = _regrown(state, request, route, split, shared)
+            if measured is not None:
+                assert previous is not None
+                for index in members:
+                    diagnostics[index] = _diagnosed(measured, shared, request, previous, routes[index])
+                continue
+            previous_wire = WireRequest(state.body, {}, ()) if state is not None and state.body is not None else None
+            characters = state.rendered if previous_wire is not None and state is not None else None
+            report = route_report(request, route, previous_wire, previous, first=state is None, previous_characters=characters)
+            states[number] = _taken(report.wire, report.projected, report.cache, route)
+            for index in members:
+                diagnostics[index] = _alike(report, routes[index], request, previous, previous_wire, characters)
         yield request, tuple(diagnostics)
         previous = request
+
+
+def _body_classes(routes: Sequence[Route]) -> list[list[int]]:
+    """The indexes of `routes`, grouped by `_body_class`, each group in order."""
+    classes: dict[tuple[object, ...], list[int]] = {}
+    for index, route in enumerate(routes):
+        classes.setdefault(_body_class(route), []).append(index)
+    return list(classes.values())
+
+
+def _body_class(route: Route) -> tuple[object, ...]:
+    """What decides the part of a route's bodies the cache sees: the projection (the tool-update
+    mode, whether the route sends updates and keeps its system text in the history) and the wire
+    (its family, the field past reasoning goes back in). The model, the id and the settings are
+    the body's other fields."""
+    return (_wire_family(route), route.reasoning_history, route.tool_update, route.sends_tool_updates, route.system_in_history)
+
+
+def _alike(
+    report: RouteReport,
+    route: Route,
+    request: ModelRequest,
+    previous: ModelRequest | None,
+    previous_wire: WireRequest | None,
+    characters: int | None,
+) -> CacheDiagnostic | None:
+    """The diagnostic on `route` of a request whose body the reference built for another route of
+    its class (`report`): the same, unless the two differ in having run it or in their TTLs."""
+    if report.wire is None or report.cache is None:
+        return None
+    if route is report.route or (
+        (request.route == route.id) == (request.route == report.route.id) and route.cache_ttl == report.route.cache_ttl
+    ):
+        return report.cache
+    return diagnose(
+        body=report.wire.body,
+        previous_body=previous_wire.body if previous_wire is not None else None,
+        prefix=report.prefix,
+        dialect=route.dialect,
+        request=request,
+        previous=previous,
+        ran_here=request.route == route.id,
+        ttl_seconds=route.cache_ttl,
+        previous_characters=characters,
+    )
 
 
 def _taken(
@@ -151,16 +201,9 @@ def _grown(previous: ModelRequest | None, request: ModelRequest) -> bool:
     return len(after) >= len(before) and all(map(is_, before, after))
 
 
-def _extended(
-    state: _RouteState,
-    request: ModelRequest,
-    previous: ModelRequest,
-    route: Route,
-    added: tuple[Message, ...],
-    shared: _Shared,
-) -> CacheDiagnostic | None:
-    """The diagnostic of a request whose body is the previous one plus `added`'s wire form; None
-    when the wire would not simply append them (the reference decides then)."""
+def _extended(state: _RouteState, route: Route, added: tuple[Message, ...], shared: _Shared) -> _Measured | None:
+    """A request whose body is the previous one plus `added`'s wire form; None when the wire would
+    not simply append them (the reference decides then)."""
     key = (_wire_family(route), route.reasoning_history)
     converted = shared.converted
     if key not in converted:
@@ -170,18 +213,17 @@ def _extended(
     if appended is None:
         return None
     state.conversation += len(added)
-    return _kept(shared, request, previous, route, *appended)
+    return _Measured(KEPT, *appended)
 
 
 def _regrown(
     state: _RouteState,
     request: ModelRequest,
-    previous: ModelRequest,
     route: Route,
     split: tuple[tuple[Message, ...], dict[str, int]],
     shared: _Shared,
-) -> CacheDiagnostic | None:
-    """The diagnostic of a request whose messages extend the previous one's (`_grown`) on a route
+) -> _Measured | None:
+    """A request whose messages extend the previous one's (`_grown`) on a route
     whose new projection keeps the previous one's messages and update groups: the body is the
     previous messages plus the new ones' wire form, under a head that may have changed. None when
     the projection does not keep them, or the wire would not simply append (the reference
@@ -229,24 +271,46 @@ def _regrown(
     state.conversation = len(after.conversation)
     state.body = head_body
     if prefix.kept:
-        return _kept(shared, request, previous, route, rendered, cached)
+        return _Measured(prefix, rendered, cached)
     assert head_chunks is not None
     common = common_prefix_length(cache_head_chunks(previous_body, route.dialect), head_chunks)
+    return _Measured(prefix, rendered, common, (head_body, previous_body))
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    """What a body class's new body is to the cache: the prefix checker's answer, the rendering's
+    length and the part the previous rendering covers; for a broken prefix, the new and previous
+    bodies (the cause reads their heads)."""
+
+    prefix: PrefixResult
+    rendered: int
+    cached: int
+    bodies: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+
+def _diagnosed(measured: _Measured, shared: _Shared, request: ModelRequest, previous: ModelRequest, route: Route) -> CacheDiagnostic:
+    """The diagnostic on `route` of a request its class measured."""
+    if measured.bodies is None:
+        return _kept(shared, request, previous, route, measured.rendered, measured.cached)
+    body, previous_body = measured.bodies
     return diagnose_broken(
-        prefix=prefix,
-        body=head_body,
+        prefix=measured.prefix,
+        body=body,
         previous_body=previous_body,
         request=request,
         previous=previous,
         ran_here=request.route == route.id,
-        rendered=rendered,
-        cached=common,
+        rendered=measured.rendered,
+        cached=measured.cached,
     )
 
 
 def _kept(shared: _Shared, request: ModelRequest, previous: ModelRequest, route: Route, rendered: int, cached: int) -> CacheDiagnostic:
-    """`diagnose_kept` on `route`, shared by the routes of the request it would give the same."""
-    key = (request.route == route.id, route.cache_ttl or 0, rendered, cached)
+    """`diagnose_kept` on `route`, shared by the routes of the request it would give the same (the
+    TTL counts only by whether the gap outlived it)."""
+    ttl = route.cache_ttl or 0
+    key = (request.route == route.id, shared.gap is not None and shared.gap > ttl * 1000, rendered, cached)
     diagnostic = shared.kept.get(key)
     if diagnostic is None:
         diagnostic = shared.kept[key] = diagnose_kept(
@@ -254,7 +318,7 @@ def _kept(shared: _Shared, request: ModelRequest, previous: ModelRequest, route:
             request=request,
             previous=previous,
             ran_here=key[0],
-            ttl_seconds=key[1],
+            ttl_seconds=ttl,
             rendered=rendered,
             cached=cached,
         )
