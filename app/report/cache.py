@@ -46,7 +46,7 @@ from app.llm.prefix import (
 )
 from app.llm.routes import Dialect
 from app.session.view import ModelRequest
-from app.session.view_items import SummaryItem
+from app.session.view_items import AssistantItem, SummaryItem
 
 CHARS_PER_TOKEN = 4
 
@@ -78,7 +78,9 @@ class ToolsDifference:
 
 
 @dataclass(frozen=True, slots=True)
-class TokenEstimate:
+class InputTokens:
+    """A request's input tokens and the part of them a prompt cache serves."""
+
     input: int
     cached: int
 
@@ -101,7 +103,11 @@ class CacheDiagnostic:
     """For `history-rewritten`: a compaction rewrote it (else a message was edited or dropped)."""
     gap_ms: int | None
     """Since the previous request's answer (None for the first request)."""
-    tokens: TokenEstimate
+    tokens: InputTokens
+    """Estimated from the body's rendering (not calibrated)."""
+    recorded: InputTokens | None
+    """On the route that ran the request, the provider's record of it (`input`, `cacheRead`), to
+    show beside the estimate; None on the other routes, or when the answer recorded no usage."""
     characters: int
     """The length of the body's rendering for the cache, which `tokens` estimates from: the next
     request on the route is measured against it without rendering this body again."""
@@ -130,7 +136,7 @@ def diagnose(
     gap = gap_ms(previous, request)
     if previous_body is None or previous is None or (ran_here and _switched(previous, request)):
         cause = CacheCause.INITIAL if previous_body is None or previous is None else CacheCause.ROUTE_SWITCHED
-        return _diagnostic(prefix, cause, gap, rendered_length(cache_chunks(body, dialect)), 0)
+        return _diagnostic(prefix, cause, gap, rendered_length(cache_chunks(body, dialect)), 0, _recorded(request, ran_here))
     if not prefix.kept:
         rendered = cache_chunks(body, dialect)
         return diagnose_broken(
@@ -176,10 +182,10 @@ def diagnose_kept(
     covers (what the cache serves, if it is there)."""
     gap = gap_ms(previous, request)
     if ran_here and _switched(previous, request):
-        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0)
+        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0, _recorded(request, ran_here))
     if gap is not None and gap > ttl_seconds * 1000:
-        return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered, 0)
-    return _diagnostic(prefix, None, gap, rendered, cached)
+        return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered, 0, _recorded(request, ran_here))
+    return _diagnostic(prefix, None, gap, rendered, cached, _recorded(request, ran_here))
 
 
 def diagnose_broken(
@@ -198,9 +204,9 @@ def diagnose_broken(
     previous one's. The cause reads the bodies' up-front tools and top system text only."""
     gap = gap_ms(previous, request)
     if ran_here and _switched(previous, request):
-        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0)
+        return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0, _recorded(request, ran_here))
     cause, tools, compaction = _break_cause(body, previous_body, prefix, request, previous)
-    return _diagnostic(prefix, cause, gap, rendered, cached, tools=tools, compaction=compaction)
+    return _diagnostic(prefix, cause, gap, rendered, cached, _recorded(request, ran_here), tools=tools, compaction=compaction)
 
 
 def _common_start(
@@ -248,6 +254,7 @@ def _diagnostic(
     gap: int | None,
     rendered: int,
     cached: int,
+    recorded: InputTokens | None,
     *,
     tools: ToolsDifference | None = None,
     compaction: bool = False,
@@ -260,9 +267,17 @@ def _diagnostic(
         tools=tools,
         compaction=compaction,
         gap_ms=gap,
-        tokens=TokenEstimate(estimated_tokens(rendered), estimated_tokens(cached)),
+        tokens=InputTokens(estimated_tokens(rendered), estimated_tokens(cached)),
+        recorded=recorded,
         characters=rendered,
     )
+
+
+def _recorded(request: ModelRequest, ran_here: bool) -> InputTokens | None:
+    """The usage the provider recorded for `request`, on the route that ran it."""
+    outcome = request.outcome
+    usage = outcome.usage if ran_here and isinstance(outcome, AssistantItem) else None
+    return InputTokens(usage.input, usage.cache_read) if usage is not None else None
 
 
 def _break_cause(

@@ -57,6 +57,8 @@ class RouteTotals:
     output_tokens: int = 0
     recorded_requests: int = 0
     """Requests whose tokens are the recorded usage (they ran on this route)."""
+    recorded: tuple[int, int] = (0, 0)
+    """Those requests' recorded (input, cached) tokens."""
     estimated_recorded: tuple[int, int] = (0, 0)
     """The calibrated estimate of those requests' (input, cached) tokens, to show beside the record."""
     cost: Decimal | None = None
@@ -190,7 +192,7 @@ class CostTally:
         for running, (input_tokens, cached_tokens), (recorded_input, recorded_cached) in zip(
             self._totals, self._estimated, self._beside, strict=True
         ):
-            sums = replace(running, breaks=Counter(running.breaks))
+            sums = replace(running, breaks=Counter(running.breaks), recorded=(running.input_tokens, running.cached_tokens))
             sums.input_tokens += round(factor * input_tokens)
             sums.cached_tokens += round(factor * cached_tokens)
             sums.estimated_recorded = (round(factor * recorded_input), round(factor * recorded_cached))

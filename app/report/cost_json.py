@@ -39,6 +39,7 @@ def cost_json(cost: SessionCost) -> dict[str, Any]:
                 "uncached_tokens": totals.uncached_tokens,
                 "output_tokens": totals.output_tokens,
                 "recorded_requests": totals.recorded_requests,
+                "recorded": {"input_tokens": totals.recorded[0], "cached_tokens": totals.recorded[1]},
                 "estimate_of_recorded": {
                     "input_tokens": totals.estimated_recorded[0],
                     "cached_tokens": totals.estimated_recorded[1],

@@ -106,6 +106,7 @@ def _encoded(key: dict[str, Any], sums: CostSums) -> bytes:
                 totals.cached_tokens,
                 totals.output_tokens,
                 totals.recorded_requests,
+                list(totals.recorded),
                 list(totals.estimated_recorded),
             ]
             for totals in sums.totals
@@ -135,7 +136,8 @@ def _read(session: Session, key: dict[str, Any], routes: Sequence[Route]) -> Cos
 
 
 def _totals(route: Route, row: list[Any]) -> RouteTotals:
-    requests, hits, breaks, input_tokens, cached_tokens, output_tokens, recorded, (beside_input, beside_cached) = row
+    requests, hits, breaks, input_tokens, cached_tokens, output_tokens, ran, (record_input, record_cached), beside = row
+    beside_input, beside_cached = beside
     return RouteTotals(
         route,
         requests=_count(requests),
@@ -144,7 +146,8 @@ def _totals(route: Route, row: list[Any]) -> RouteTotals:
         input_tokens=_count(input_tokens),
         cached_tokens=_count(cached_tokens),
         output_tokens=_count(output_tokens),
-        recorded_requests=_count(recorded),
+        recorded_requests=_count(ran),
+        recorded=(_count(record_input), _count(record_cached)),
         estimated_recorded=(_count(beside_input), _count(beside_cached)),
     )
 

@@ -23,6 +23,7 @@ def render_cost_text(session_id: str, requests: int, cost: SessionCost) -> str:
     ]
     header, rows = totals_table(cost)
     lines += _table(header, rows, right=range(2, 7))
+    lines += recorded_lines(cost)
     lines += ["", _("On each tool-update mode (estimated):")]
     mode_rows = [
         [route_id, *(_mode_cell(costs, mode) for mode in MODES)] for route_id, costs in cost.by_mode.items()
@@ -50,6 +51,27 @@ def totals_table(cost: SessionCost) -> tuple[list[str], list[list[str]]]:
         for totals in cost.routes
     ]
     return header, rows
+
+
+def recorded_lines(cost: SessionCost) -> list[str]:
+    """The provider's record of the requests each route ran beside the calibrated estimate of the
+    same requests (no lines when no route recorded any)."""
+    ran = [totals for totals in cost.routes if totals.recorded_requests]
+    if not ran:
+        return []
+    header = [_("route"), _("requests"), _("recorded input"), _("estimated"), _("recorded cached"), _("estimated")]
+    rows = [
+        [
+            totals.route.id,
+            str(totals.recorded_requests),
+            token_count(totals.recorded[0]),
+            token_count(totals.estimated_recorded[0]),
+            token_count(totals.recorded[1]),
+            token_count(totals.estimated_recorded[1]),
+        ]
+        for totals in ran
+    ]
+    return ["", _("Recorded beside the estimate (the requests each route ran):"), *_table(header, rows, right=range(1, 6))]
 
 
 def cheapest_line(cost: SessionCost) -> str:

@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from app.report.cache import CacheDiagnostic
+from app.report.cache import CacheDiagnostic, InputTokens
 from app.report.model import RequestReport, RouteReport, ToolChange
 from app.terminal import json_text
 
@@ -101,9 +101,10 @@ def cache_json(cache: CacheDiagnostic | None) -> dict[str, Any] | None:
         },
         "compaction": cache.compaction,
         "gap_ms": cache.gap_ms,
-        "estimated_tokens": {
-            "input": cache.tokens.input,
-            "cached": cache.tokens.cached,
-            "uncached": cache.tokens.uncached,
-        },
+        "estimated_tokens": _tokens_json(cache.tokens),
+        "recorded_tokens": _tokens_json(cache.recorded) if cache.recorded is not None else None,
     }
+
+
+def _tokens_json(tokens: InputTokens) -> dict[str, int]:
+    return {"input": tokens.input, "cached": tokens.cached, "uncached": tokens.uncached}

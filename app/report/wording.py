@@ -281,17 +281,26 @@ def cost_words(cost: Decimal | None) -> str:
 
 
 def cache_row(diagnostic: CacheDiagnostic, cost: Decimal | None, quote: Callable[[str], str] = str) -> str:
-    """One request on one route: the diagnostic in words, its tokens cached and sent uncached, and
-    what its input costs ("tools changed (+time) at /tools/2 · 1.2k cached, 340 uncached · ≈ $0.0012")."""
+    """One request on one route: the diagnostic in words, its tokens cached and sent uncached (and,
+    on the route that ran it, the provider's record of them), and what its input costs by the
+    estimate ("tools changed (+time) at /tools/2 · 1.2k cached, 340 uncached · recorded 1.1k cached,
+    390 uncached · ≈ $0.0012")."""
     tokens = diagnostic.tokens
     # TRANSLATORS: estimated input tokens of one request on one route: the part its prompt cache
     # serves, and the rest.
     counts = _("{cached} cached, {uncached} uncached").format(
         cached=token_count(tokens.cached), uncached=token_count(tokens.uncached)
     )
+    parts = [cache_text(diagnostic, quote), counts]
+    recorded = diagnostic.recorded
+    if recorded is not None:
+        # TRANSLATORS: beside the estimate, what the provider recorded for the request on the route
+        # that ran it: the input tokens its cache served, and the rest.
+        record = _("recorded {cached} cached, {uncached} uncached")
+        parts.append(record.format(cached=token_count(recorded.cached), uncached=token_count(recorded.uncached)))
     # TRANSLATORS: between the parts of a route's cache row.
     separator = _(" · ")
-    return separator.join([cache_text(diagnostic, quote), counts, cost_words(cost)])
+    return separator.join([*parts, cost_words(cost)])
 
 
 def change_words(change: ToolChange | None, quote: Callable[[str], str] = str) -> str:

@@ -16,6 +16,7 @@ import pytest
 from app.cli import _build_parser
 from app.commands.cost import run as run_cost
 from app.commands.inspect import run as run_inspect
+from app.session.session import Session
 from tests.functional.e2e.harness import TOOLS_SERVER
 from tests.functional.test_inspect import worked_example, write_session
 
@@ -104,3 +105,12 @@ def test_the_offline_routes_estimate_is_within_5_percent_of_what_its_simulated_c
     estimate = offline["estimate_of_recorded"]
     estimated_uncached = estimate["input_tokens"] - estimate["cached_tokens"]
     assert abs(estimated_uncached - recorded_uncached) <= 0.05 * recorded_uncached, (estimated_uncached, recorded_uncached)
+    # The inspector's report shows the record beside the estimate on the route that ran each request.
+    inspected = json.loads(_toolscope(home, workspace, plain, "inspect", str(session), "--json").stdout)["requests"]
+    usages = [request.outcome.usage for request in Session.open(session).load().view().requests]
+    for request, usage in zip(inspected, usages, strict=True):
+        recorded = request["routes"]["offline/demo"]["cache"]["recorded_tokens"]
+        assert recorded == {"input": usage.input, "cached": usage.cache_read, "uncached": usage.input - usage.cache_read}
+        assert all(value["cache"]["recorded_tokens"] is None for route, value in request["routes"].items() if route != "offline/demo")
+    text = _toolscope(home, workspace, plain, "inspect", str(session), "--route", "offline/demo", "--no-pager").stdout
+    assert " ".join(text.split()).count(" uncached · recorded ") == len(usages)  # rows wrap
