@@ -22,6 +22,8 @@ from app.session.session import Session
 from app.ui.messages import PromptSubmitted
 from app.ui.screens.inspector import InspectorScreen, RouteChooser
 from app.ui.screens.tools import ToolsScreen
+from app.display import token_count
+from app.ui import keymap
 from app.ui.widgets.inspector import InspectorMode, RouteColumn
 from tests.functional.test_export import KEY as HOSTILE_KEY
 from tests.functional.test_export import crafted_log
@@ -254,6 +256,13 @@ def test_the_live_inspector_follows_the_chat_as_turns_stream_and_a_plugin_is_swi
             screen = app.screen
             assert isinstance(screen, InspectorScreen) and screen.following
             assert heading(screen).startswith("Request 1 of 1")
+            # The route that ran the request shows what the offline model recorded beside the estimate.
+            (usage,) = [request.outcome.usage for request in app.view().requests]
+            await pilot.press(keymap.INSPECT_LATER_ROUTES)  # the offline route is on the second page
+            (ran,) = [column for column in screen.query(RouteColumn) if column.display and column.route.id == "offline/demo"]
+            recorded = f"recorded {token_count(usage.cache_read)} cached, {token_count(usage.input - usage.cache_read)} uncached"
+            assert f" uncached · {recorded} · no price" in str(ran.query_one(".route-cost", Static).render())
+            await pilot.press(keymap.INSPECT_EARLIER_ROUTES)
             # The plugin is switched on in the tools screen, opened over the inspector.
             await pilot.press("ctrl+t")
             assert isinstance(app.screen, ToolsScreen)
