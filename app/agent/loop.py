@@ -325,6 +325,7 @@ class Agent:
                         output=event.output,
                         cache_read=event.cache_read,
                         reasoning=event.reasoning,
+                        cache_write=event.cache_write,
                     )
                 elif isinstance(event, Finish):
                     reply.finish = event

@@ -75,6 +75,8 @@ class UsageReport:
     output: int
     cache_read: int
     reasoning: int
+    cache_write: int | None = None
+    """The part of `input` written to the prompt cache, where the wire reports it (Anthropic)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@ recorded ones on every route: the answer is the same whichever route is priced.
 Money: uncached input at the input price, cached input at the cache-read price, output at the output
 price; on an Anthropic-format route the uncached input is written to the cache, at the route's
 5-minute or 1-hour write price (the estimate assumes a cache breakpoint at the end of each request,
-as Claude Code sets). A route with no known price has tokens and no cost.
+as Claude Code sets), but for what the requests that ran there recorded they did not write (the
+Anthropic wire reports its writes: `cacheWrite`), which is priced as input. A route with no known
+price has tokens and no cost.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class RouteTotals:
     """Requests whose tokens are the recorded usage (they ran on this route)."""
     recorded: tuple[int, int] = (0, 0)
     """Those requests' recorded (input, cached) tokens."""
+    unwritten_tokens: int = 0
+    """Of those requests' uncached input, what the provider recorded it did not write to its cache
+    (the Anthropic wire reports its writes; where it does not, every uncached token is a write)."""
     estimated_recorded: tuple[int, int] = (0, 0)
     """The calibrated estimate of those requests' (input, cached) tokens, to show beside the record."""
     cost: Decimal | None = None
@@ -176,6 +181,8 @@ class CostTally:
                 sums.recorded_requests += 1
                 sums.input_tokens += usage.input
                 sums.cached_tokens += usage.cache_read
+                if usage.cache_write is not None:
+                    sums.unwritten_tokens += max(usage.input - usage.cache_read - usage.cache_write, 0)
                 if index < self._measured:
                     self._pairs.append((cache.tokens.input, usage.input))
                 self._beside[index][0] += cache.tokens.input
@@ -258,7 +265,9 @@ def _calibration(pairs: list[tuple[int, int]]) -> Calibration:
 
 
 def _token_counts(sums: RouteTotals) -> TokenCounts:
-    written = sums.uncached_tokens if sums.route.dialect == "anthropic-messages" else 0
+    """Uncached input on an Anthropic-format route is written to the cache, but what the provider
+    recorded it did not write."""
+    written = max(sums.uncached_tokens - sums.unwritten_tokens, 0) if sums.route.dialect == "anthropic-messages" else 0
     return TokenCounts(
         uncached_input=sums.uncached_tokens - written,
         cache_read=sums.cached_tokens,

@@ -106,6 +106,7 @@ def _encoded(key: dict[str, Any], sums: CostSums) -> bytes:
                 totals.cached_tokens,
                 totals.output_tokens,
                 totals.recorded_requests,
+                totals.unwritten_tokens,
                 list(totals.recorded),
                 list(totals.estimated_recorded),
             ]
@@ -136,7 +137,7 @@ def _read(session: Session, key: dict[str, Any], routes: Sequence[Route]) -> Cos
 
 
 def _totals(route: Route, row: list[Any]) -> RouteTotals:
-    requests, hits, breaks, input_tokens, cached_tokens, output_tokens, ran, (record_input, record_cached), beside = row
+    requests, hits, breaks, input_tokens, cached_tokens, output_tokens, ran, unwritten, (record_input, record_cached), beside = row
     beside_input, beside_cached = beside
     return RouteTotals(
         route,
@@ -147,6 +148,7 @@ def _totals(route: Route, row: list[Any]) -> RouteTotals:
         cached_tokens=_count(cached_tokens),
         output_tokens=_count(output_tokens),
         recorded_requests=_count(ran),
+        unwritten_tokens=_count(unwritten),
         recorded=(_count(record_input), _count(record_cached)),
         estimated_recorded=(_count(beside_input), _count(beside_cached)),
     )

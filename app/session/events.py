@@ -76,6 +76,9 @@ class Usage(Model):
     output: Count
     cache_read: Count
     reasoning: Count
+    cache_write: Count | None = None
+    """The part of `input` written to the provider's prompt cache, where the wire reports it (the
+    Anthropic Messages API); None elsewhere."""
 
 
 class Failure(Model):

@@ -67,6 +67,7 @@ class Usage(Closed):
     output: Count
     cache_read: Count
     reasoning: Count
+    cache_write: Count | None = None
 
 
 class Failure(Closed):

@@ -119,11 +119,13 @@ class AnthropicTranslator(StreamTranslator):
                 self._usage_counts[name] = value
         counts = self._usage_counts
         cache_read = counts.get("cache_read_input_tokens", 0)
+        cache_write = counts.get("cache_creation_input_tokens")
         self._usage = UsageReport(
-            input=counts.get("input_tokens", 0) + cache_read + counts.get("cache_creation_input_tokens", 0),
+            input=counts.get("input_tokens", 0) + cache_read + (cache_write or 0),
             output=counts.get("output_tokens", 0),
             cache_read=cache_read,
             reasoning=0,
+            cache_write=cache_write,
         )
 
     def _block_start(self, payload: dict) -> list[StreamEvent]:

@@ -271,3 +271,17 @@ def test_anthropic_server_tools_redacted_thinking_and_an_empty_json_fragment(ben
     (logged,) = of_type(events_of(bench.only_session()), "tool/result")
     assert logged.data.call_id == "toolu_1" and not logged.data.is_error
     assert_valid_anthropic_body(request_bodies(server)[1])
+
+
+def test_the_anthropic_wires_cache_reads_and_writes_are_logged_with_the_answer(bench: Workbench) -> None:
+    """`input_tokens` counts only what was neither read from nor written to the cache: the logged
+    `input` is all three, `cacheRead` and `cacheWrite` its parts."""
+    start = message_start()
+    start["message"]["usage"].update(cache_read_input_tokens=30, cache_creation_input_tokens=6)
+    reply = anthropic_stream(start, block(0, {"type": "text", "text": ""}), piece(0, type="text_delta", text="Hi."), block_stop(0), *message_end("end_turn"))
+    result, _server = run(turn(bench, ANTHROPIC, reply))
+    assert result.returncode == 0, result.stderr
+    (message,) = of_type(events_of(bench.only_session()), "assistant/message")
+    usage = message.data.usage
+    assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (45, 30, 6, 20)
+    assert b'"cacheRead":30,"reasoning":0,"cacheWrite":6}' in bench.only_session().read_bytes()

@@ -104,7 +104,7 @@ def test_a_full_response_with_thinking_text_and_a_tool_call():
         BlockDelta(2, '{"pattern"'),
         BlockDelta(2, ': "x"}'),
         BlockEnd(2, "toolu_01", "grep", '{"pattern": "x"}'),
-        UsageReport(input=160, output=30, cache_read=50, reasoning=0),
+        UsageReport(input=160, output=30, cache_read=50, reasoning=0, cache_write=10),
         Finish("tool-calls"),
     ]
 

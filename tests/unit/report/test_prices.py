@@ -18,6 +18,7 @@ import pytest
 from app import i18n
 from app.config import ConfigError, parse_config
 from app.llm.routes import load_catalog
+from app.report.cost import RouteTotals, _token_counts
 from app.report.prices import ModelPrice, PriceBook, TokenCounts
 
 D = Decimal
@@ -266,3 +267,19 @@ def test_the_source_is_worded_in_the_language_of_the_moment():
         i18n.set_language(before)
     assert chinese != BUNDLED and "2026-11-09" in chinese
     assert PriceBook.of(None).price(GPT).source == BUNDLED
+
+
+def test_an_anthropic_routes_recorded_unwritten_input_is_priced_as_input_and_the_rest_as_writes():
+    """Of 100 uncached input tokens, 40 ran on the route and recorded they were not written to the
+    cache (no `cache_control`): those are input, the other 60 (estimated) writes."""
+    route = load_catalog().get("anthropic/claude-sonnet")
+    book = PriceBook.of(None)
+    totals = RouteTotals(route, input_tokens=130, cached_tokens=30, unwritten_tokens=40)
+    assert _token_counts(totals) == TokenCounts(uncached_input=40, cache_read=30, cache_write=60)
+    price = book.price(route)
+    assert price is not None
+    expected = (40 * price.input + 30 * price.cache_read + 60 * price.cache_write_5m) / 1_000_000
+    assert book.cost(route, _token_counts(totals)) == expected
+    # A chat route writes nothing: every uncached token is input.
+    chat = load_catalog().get("deepseek/deepseek-flash")
+    assert _token_counts(RouteTotals(chat, input_tokens=130, cached_tokens=30)) == TokenCounts(uncached_input=100, cache_read=30)

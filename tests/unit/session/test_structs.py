@@ -335,7 +335,7 @@ _EVERY_PART = {
             {"type": "text", "text": "hi"}, {"type": "reasoning", "text": "so"},
             {"type": "tool-call", "callId": "c1", "name": "read", "arguments": "{}"},
         ],
-        "usage": {"input": 1, "output": 2, "cacheRead": 0, "reasoning": 3},
+        "usage": {"input": 5, "output": 2, "cacheRead": 0, "reasoning": 3, "cacheWrite": 4},
     },
     "tool/result": {
         "turn": 1, "step": 1, "callId": "c1", "name": "read", "content": "no", "isError": True,
@@ -389,3 +389,16 @@ def test_what_the_chat_draws_of_an_item_is_read_from_its_struct_as_from_the_mode
             assert _fields(stored_part(made, name)) == _fields(getattr(expected, name)), name
             assert isinstance(stored_part(made, name), (msgspec.Struct, tuple, type(None))), name
     assert made == expected
+
+
+@pytest.mark.parametrize("value", [4, 0, None, -1, "4", 4.5, True, [4], {"n": 4}])
+def test_a_usages_cache_write_is_judged_alike(value: object) -> None:
+    """`cacheWrite` (the Anthropic wire's cache writes) is optional: a count, or absent, or null."""
+    usage = {"input": 5, "output": 2, "cacheRead": 0, "reasoning": 3, "cacheWrite": value}
+    data = {**_EVERY_PART["assistant/message"], "usage": usage}
+    line = json.dumps({"type": "assistant/message", "seq": 4, "time": 1, "data": data}, separators=(",", ":")).encode()
+    assert _pydantic_accepts(line) is (value is None or (type(value) is int and value >= 0))
+    if _msgspec_accepts(line):
+        assert _pydantic_accepts(line) and _same_event(line) and _same_model(line)
+    else:
+        assert not _pydantic_accepts(line)
