@@ -11,6 +11,11 @@ The session is `benchmarks/sessions.py`'s realistic log (`--events`, default 1,0
 
 Goals (issue 27): first run ≤ 2 × the baseline; peak RSS ≤ 300 MB; the second run ≤ 0.5 × the
 first.
+
+For context, the parts of a first run that are not the scan, each alone on a copy of the file (its
+own line index) in a fresh process: msgspec's decode of every line, strict validation
+(`Session.load`: the index, every line decoded and checked against the invariants) and the fold
+(`Session.folded_requests`: every line decoded again and folded into requests).
 """
 
 from __future__ import annotations
@@ -53,6 +58,44 @@ def json_loads_pass(path: Path) -> float:
     return time.perf_counter() - start
 
 
+_PARTS = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from app.session import structs
+    from app.session.session import Session
+    path = Path(sys.argv[1])
+    start = time.perf_counter()
+    with path.open("rb") as lines:
+        next(lines)
+        for line in lines:
+            structs.decode_valid(line.rstrip(b"\\n"))
+    decoded = time.perf_counter() - start
+    start = time.perf_counter()
+    session = Session.open(path)
+    session.load()
+    validated = time.perf_counter() - start
+    start = time.perf_counter()
+    for _request in session.folded_requests():
+        pass
+    print(decoded, validated, time.perf_counter() - start)
+    """
+)
+
+
+def first_run_parts(home: Path, path: Path) -> tuple[float, float, float]:
+    """(decode, validation, fold) seconds, on a link to `path` in a directory of its own."""
+    parts = home / "parts"
+    parts.mkdir()
+    os.link(path, parts / path.name)
+    env = {**os.environ, "TOOLSCOPE_HOME": str(home)}
+    result = subprocess.run(
+        [sys.executable, "-c", _PARTS, str(parts / path.name)], env=env, capture_output=True, text=True, check=True
+    )
+    decoded, validated, folded = map(float, result.stdout.split())
+    return decoded, validated, folded
+
+
 def cost_run(home: Path, session: str) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of `toolscope cost SESSION`, in a fresh process."""
     env = {**os.environ, "TOOLSCOPE_HOME": str(home)}
@@ -87,6 +130,7 @@ def main() -> int:
         baseline = json_loads_pass(path)
         first, first_rss = cost_run(home, path.stem)
         second, second_rss = cost_run(home, path.stem)
+        decoded, validated, folded = first_run_parts(home, path)
         load = os.getloadavg()[0]
     ratio, indexed = first / baseline, second / first
     rss = max(first_rss, second_rss)
@@ -95,6 +139,10 @@ def main() -> int:
     print(f"  toolscope cost (first)     {first:8.2f} s  {ratio:6.2f}×  (goal ≤ {TIME_GOAL}×)")
     print(f"  toolscope cost (index)     {second:8.2f} s  {indexed:6.2f}× the first  (goal ≤ {INDEX_GOAL}×)")
     print(f"  peak RSS                   {rss:8.0f} MB (goal ≤ {RSS_GOAL_MB:.0f} MB)")
+    print("parts of a first run, each alone:")
+    print(f"  msgspec decode             {decoded:8.2f} s  {decoded / baseline:6.2f}×")
+    print(f"  strict validation          {validated:8.2f} s  {validated / baseline:6.2f}×")
+    print(f"  the fold                   {folded:8.2f} s  {folded / baseline:6.2f}×")
     held = ratio <= TIME_GOAL and indexed <= INDEX_GOAL and rss <= RSS_GOAL_MB
     print(f"goals: {'hold' if held else 'MISSED'}")
     return 0 if held else 1
