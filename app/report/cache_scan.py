@@ -30,7 +30,7 @@ from app.llm.anthropic.body import WirePlacementError
 from app.llm.deepseek.body import WireRequest
 from app.llm.dispatch import build_wire, check_wire_placement, conversation_wire
 from app.llm.prefix import KEPT, PrefixResult, cache_head_chunks, common_prefix_length, message_length, prefix_kept, rendered_length
-from app.llm.projection import BlockGroup, ProjectedRequest, project_split, split_messages
+from app.llm.projection import ProjectedRequest, project_split, split_messages
 from app.llm.routes import Route
 from app.report.cache import CacheDiagnostic, diagnose, diagnose_broken, diagnose_kept, gap_ms
 from app.report.model import RouteReport, route_report
@@ -39,6 +39,7 @@ from app.session.view_items import AssistantItem, Message, ToolResultItem, UserI
 
 _APPENDED = (UserItem, AssistantItem, ToolResultItem)
 """The messages a request may add to the previous one's and still extend every body unprojected."""
+
 
 class _Shared:
     """What the routes of one request share, worked out once: the added messages' wire form and
@@ -143,9 +144,8 @@ def _alike(
     its class (`report`): the same, unless the two differ in having run it or in their TTLs."""
     if report.wire is None or report.cache is None:
         return None
-    if route is report.route or (
-        (request.route == route.id) == (request.route == report.route.id) and route.cache_ttl == report.route.cache_ttl
-    ):
+    ran_here = request.route == route.id
+    if route is report.route or (ran_here == (request.route == report.route.id) and route.cache_ttl == report.route.cache_ttl):
         return report.cache
     return diagnose(
         body=report.wire.body,
@@ -154,10 +154,15 @@ def _alike(
         dialect=route.dialect,
         request=request,
         previous=previous,
-        ran_here=request.route == route.id,
+        ran_here=ran_here,
         ttl_seconds=route.cache_ttl,
         previous_characters=characters,
     )
+
+
+def _expired(gap: int | None, route: Route) -> bool:
+    """Whether `gap` (ms) outlived the route's cache."""
+    return gap is not None and gap > (route.cache_ttl or 0) * 1000
 
 
 def _taken(
@@ -309,8 +314,7 @@ def _diagnosed(measured: _Measured, shared: _Shared, request: ModelRequest, prev
 def _kept(shared: _Shared, request: ModelRequest, previous: ModelRequest, route: Route, rendered: int, cached: int) -> CacheDiagnostic:
     """`diagnose_kept` on `route`, shared by the routes of the request it would give the same (the
     TTL counts only by whether the gap outlived it)."""
-    ttl = route.cache_ttl or 0
-    key = (request.route == route.id, shared.gap is not None and shared.gap > ttl * 1000, rendered, cached)
+    key = (request.route == route.id, _expired(shared.gap, route), rendered, cached)
     diagnostic = shared.kept.get(key)
     if diagnostic is None:
         diagnostic = shared.kept[key] = diagnose_kept(
@@ -318,7 +322,7 @@ def _kept(shared: _Shared, request: ModelRequest, previous: ModelRequest, route:
             request=request,
             previous=previous,
             ran_here=key[0],
-            ttl_seconds=ttl,
+            ttl_seconds=route.cache_ttl or 0,
             rendered=rendered,
             cached=cached,
         )
