@@ -127,7 +127,7 @@ def scanned_sums(requests: Iterable[ModelRequest], routes: Sequence[Route], *, m
 def priced_cost(routes: Sequence[Route], sums: CostSums, prices: PriceBook) -> SessionCost:
     """`sums` (of `with_other_modes(routes)`) priced: `routes`' totals, and each route's cost on
     every mode."""
-    totals = [replace(running, cost=prices.cost(running.route, _token_counts(running))) for running in sums.totals]
+    totals = _priced(sums.totals, prices)
     by_mode: dict[str, dict[ToolUpdateMode, Decimal | None]] = {
         route.id: {route.tool_update: priced.cost} for route, priced in zip(routes, totals, strict=False)
     }
@@ -210,8 +210,7 @@ class CostTally:
         """The totals so far, calibrated and priced."""
         assert self.prices is not None
         sums = self.sums()
-        prices = self.prices
-        return [replace(each, cost=prices.cost(each.route, _token_counts(each))) for each in sums.totals], sums.calibration
+        return _priced(sums.totals, self.prices), sums.calibration
 
     def session_cost(self) -> SessionCost:
         """The totals as a `SessionCost` without the other tool-update modes (each would be
@@ -262,6 +261,10 @@ def _calibration(pairs: list[tuple[int, int]]) -> Calibration:
     factor = recorded / estimated
     errors = [abs(factor * estimate - record) / record for estimate, record in pairs if record]
     return Calibration(factor, len(pairs), sum(errors) / len(errors) if errors else None)
+
+
+def _priced(totals: Iterable[RouteTotals], prices: PriceBook) -> list[RouteTotals]:
+    return [replace(each, cost=prices.cost(each.route, _token_counts(each))) for each in totals]
 
 
 def _token_counts(sums: RouteTotals) -> TokenCounts:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +80,7 @@ def _estimator_digest() -> str | None:
     """The digest of the estimator modules' source; None when one cannot be read (no record then)."""
     digest = hashlib.sha256()
     for name in _ESTIMATOR:
-        module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
+        path = getattr(import_module(name), "__file__", None)
         if path is None:
             return None
         try:
@@ -132,8 +131,8 @@ def _read(session: Session, key: dict[str, Any], routes: Sequence[Route]) -> Cos
             return None
         totals = tuple(_totals(route, row) for route, row in zip(routes, rows, strict=True))
         return CostSums(totals, calibration, _count(document["requests"]))
-    except (KeyError, TypeError, ValueError):
-        return None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # not a record this code wrote: worked out again
 
 
 def _totals(route: Route, row: list[Any]) -> RouteTotals:

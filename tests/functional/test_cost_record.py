@@ -110,3 +110,27 @@ class TestRecordedCost:
         scans = counted_scans(monkeypatch)
         assert cost_of(capsys, session_path) == truth
         assert scans == [1]
+
+    @pytest.mark.parametrize(
+        "damage",
+        [
+            lambda document: document["totals"].pop(),
+            lambda document: document["totals"][0].__setitem__(2, ["tools-changed", 1]),
+            lambda document: document["totals"][0].__setitem__(3, -5),
+            lambda document: document["totals"][0].__setitem__(2, {"no-such-cause": 1}),
+            lambda document: document.__setitem__("calibration", [1.0, "3", None]),
+            lambda document: document["totals"][0].pop(),
+        ],
+        ids=["a-row-short", "breaks-not-an-object", "a-negative-count", "an-unknown-cause", "a-count-as-text", "a-field-short"],
+    )
+    def test_a_record_of_this_key_that_does_not_read_whole_changes_no_answer(self, session_path, capsys, monkeypatch, damage) -> None:
+        """Sealed by this account and keyed as now, but not as this code writes it."""
+        truth = cost_of(capsys, session_path)
+        session = Session.open(session_path)
+        document = json.loads(session.chain.own.index.extra.raw(COSTS))
+        damage(document)
+        session.chain.own.index.extra.set_raw(COSTS, json.dumps(document).encode())
+        session.save_index()
+        scans = counted_scans(monkeypatch)
+        assert cost_of(capsys, session_path) == truth
+        assert scans == [1]
