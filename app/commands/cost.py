@@ -56,7 +56,8 @@ def run(options: argparse.Namespace, config: Config | None = None) -> int:
         return fail(str(error), EXIT_USAGE)
     try:
         session = Session.open(session_file(sessions_dir(), options.session))
-        session.load()  # every request is read: a corrupt log is refused before any output
+        # Every line is validated before anything is printed: a corrupt log is refused with file
+        # and line, in the pass that folds it when the session was not validated before.
         cost = recorded_cost(session, routes, PriceBook.of(config))
     except SessionError as error:
         return fail(str(error), EXIT_FAILURE)

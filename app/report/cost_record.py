@@ -49,8 +49,9 @@ _ESTIMATOR = (
 
 
 def recorded_cost(session: Session, routes: Sequence[Route], prices: PriceBook) -> SessionCost:
-    """`session_cost` of every request of `session` (validated already) on `routes`: from the
-    record its line index keeps for this key, else scanned and recorded for the next run."""
+    """`session_cost` of every request of `session` on `routes`, the session validated first (or
+    in the pass that folds it): from the record its line index keeps for this key, else scanned
+    and recorded for the next run."""
     every = with_other_modes(routes)
     key = _key(session, every)
     sums = _read(session, key, every) if key is not None else None
@@ -59,6 +60,8 @@ def recorded_cost(session: Session, routes: Sequence[Route], prices: PriceBook) 
         if key is not None:
             session.chain.own.index.extra.set_raw(COSTS, _encoded(key, sums))
             session.save_index()
+    else:
+        session.load()  # (its own record of a validation of the file as it is: nothing to read again)
     return priced_cost(routes, sums, prices)
 
 

@@ -13,7 +13,7 @@ import bisect
 import gc
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -92,6 +92,12 @@ class Segment:
 
 _KEPT_AS_MODELS = frozenset(("request/header", "developer/message"))
 """Events whose data the tool history and the requests keep (`Chain.folded_events`)."""
+
+
+def folded(event: structs.Envelope) -> events.Event | structs.Envelope:
+    """A validated Struct as a fold takes it: as its model where the tool history keeps the
+    event's data, else as it is (the view's items take either kind)."""
+    return structs.model_of(event) if event.type in _KEPT_AS_MODELS else event
 
 
 class Chain:
@@ -228,12 +234,7 @@ class Chain:
         gives them, the pydantic event or the error naming the line."""
         for _seq, segment, number, line in self.lines(start, stop):
             event = structs.decode_valid(line)
-            if event is None:
-                yield self._decode(segment, number, line)
-            elif event.type in _KEPT_AS_MODELS:
-                yield structs.model_of(event)
-            else:
-                yield event
+            yield self._decode(segment, number, line) if event is None else folded(event)
 
     def select(self, seqs: list[int]) -> list[events.Event]:
         """The events of `seqs` (in that order), each parsed alone; only their lines are read."""
@@ -346,11 +347,14 @@ class Chain:
 
     # --- strict validation ---------------------------------------------------------------------------
 
-    def validate(self, checker: InvariantChecker) -> Iterator[int]:
+    def validate(
+        self, checker: InvariantChecker, observe: Callable[[events.Event | structs.Envelope], None] | None = None
+    ) -> Iterator[int]:
         """Validate every line from `checker.next_seq` on strictly and against the invariants, in log
         order, feeding `checker`; yield how many events are validated so far, every few thousand.
         Raises SessionCorruptionError / UnsupportedFormatError naming file and line, as the reader
-        does. A checker restored after the ancestors' lines goes on from there."""
+        does. A checker restored after the ancestors' lines goes on from there. `observe` gets each
+        event once it is validated, as `folded_events` gives it (a fold in the same pass)."""
         for position, segment in enumerate(self.segments):
             seq = max(segment.first_seq, checker.next_seq)
             stop = segment.first_seq + segment.count
@@ -358,7 +362,7 @@ class Chain:
                 continue  # an ancestor the restored checker has already seen whole
             while seq < stop:
                 batch_stop = min(stop, seq + VALIDATION_BATCH)
-                self._validate_batch(segment, seq, batch_stop, checker)
+                self._validate_batch(segment, seq, batch_stop, checker, observe)
                 seq = batch_stop
                 yield seq
             if position + 1 < len(self.segments):
@@ -373,7 +377,14 @@ class Chain:
             for segment in self.segments[:-1]
         ]
 
-    def _validate_batch(self, segment: Segment, start: int, stop: int, checker: InvariantChecker) -> None:
+    def _validate_batch(
+        self,
+        segment: Segment,
+        start: int,
+        stop: int,
+        checker: InvariantChecker,
+        observe: Callable[[events.Event | structs.Envelope], None] | None,
+    ) -> None:
         """Seqs `start..stop-1` of `segment`, in one tight loop: a valid line costs one msgspec
         decode into the Structs that mirror the models (`app.session.structs`, faster than
         `json.loads`) and the checker; a line msgspec refuses goes through `parse_line` and the
@@ -385,12 +396,16 @@ class Chain:
                 for number, text in enumerate(texts, line + 2):
                     event = structs.decode_valid(text)
                     if event is None:
-                        parse_line(segment.path, number, text, checker)  # raises, naming the reason
+                        parsed = parse_line(segment.path, number, text, checker)  # or raises, naming the reason
+                        if observe is not None:
+                            observe(parsed)
                         continue
                     reason = check(event)
                     if reason is not None:
                         raise SessionCorruptionError(segment.path, number, reason)
                     apply(event)
+                    if observe is not None:
+                        observe(folded(event))
         # The types of the lines read, as validated, against the index's (one comparison in C): the
         # index classifies every valid line as the strict reader does, so a difference means the
         # index is not the file's.

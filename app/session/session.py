@@ -26,6 +26,7 @@ from app.session.reader import ParentResolver, TornTail, parse_line
 from app.session.view import ModelRequest, SessionView
 
 if TYPE_CHECKING:
+    from app.session import structs
     from app.session.tool_history import ToolHistory
 
 
@@ -74,15 +75,17 @@ class Session:
 
     # --- strict validation -----------------------------------------------------------------------
 
-    def validation(self) -> Iterator[int]:
+    def validation(self, observe: Callable[[events.Event | structs.Envelope], None] | None = None) -> Iterator[int]:
         """Validate every line strictly and against the invariants, yielding how many events are
         validated so far; a corrupt line raises SessionCorruptionError (or UnsupportedFormatError)
-        naming its file and line. Resumes where an earlier, unfinished call stopped."""
+        naming its file and line. Resumes where an earlier, unfinished call stopped. `observe`, for
+        a validation that starts here, gets each event once validated (`Chain.validate`); the file
+        is then not indexed again when its index turns out stale: the reader must reopen."""
         if self._validated:
             return
         if self._validation is None:
             self._checker = self._recorded_checker() or self._checker
-            self._validation = self.chain.validate(self._checker)
+            self._validation = self.chain.validate(self._checker, observe)
         recorded = self._checker.next_seq
         try:
             for count in self._validation:
@@ -91,7 +94,7 @@ class Session:
             # The index was not the file's (the file changed, or the lines a kept index covers
             # are no longer those it saw; its cache is gone). Before anything was read through it,
             # the file is indexed again and validated from the start; after, the reader must reopen.
-            if self._view is not None or not self.chain.from_cache:
+            if self._view is not None or not self.chain.from_cache or observe is not None:
                 raise
             self.chain = open_chain(self.path, self._resolve_parent, use_cache=False)
             self._checker = InvariantChecker()
@@ -170,11 +173,20 @@ class Session:
         return view
 
     def folded_requests(self, batch: int = 4096) -> Iterator[ModelRequest]:
-        """Every request, as `folded_view().requests` has them, each handed out as the fold makes
-        it: the fold keeps no turns, items or requests, so memory is the message window's (a
-        reader of a long session's every request, such as `toolscope cost`)."""
+        """Every request of the session, validated, as `folded_view().requests` has them, each
+        handed out as the fold makes it: the fold keeps no turns, items or requests, so memory is
+        the message window's (a reader of a long session's every request, such as `toolscope
+        cost`). A session nothing was validated of yet is validated and folded in one pass, each
+        line decoded once; a corrupt line raises before the requests after it are handed out."""
         view = SessionView(self.header, retain=False)
         made = view.requests
+        if not self._validated and self._validation is None and self._recorded_checker() is None:
+            for _count in self.validation(view.apply):
+                if made:
+                    yield from made
+                    made.clear()
+            return
+        self.load()
         total = len(self.chain)
         for start in range(0, total, batch):
             for event in self.chain.folded_events(start, min(start + batch, total)):

@@ -134,3 +134,22 @@ class TestRecordedCost:
         scans = counted_scans(monkeypatch)
         assert cost_of(capsys, session_path) == truth
         assert scans == [1]
+
+
+@pytest.mark.parametrize("damage", ["not json", "seq out of order"])
+def test_a_corrupt_line_is_refused_with_file_and_line_before_anything_is_printed(session_path, capsys, damage) -> None:
+    """The validation is the fold's own pass: a line far into the session still stops the command
+    before its output, naming where."""
+    lines = session_path.read_bytes().splitlines(keepends=True)
+    number = 1_000  # a line of the file, 1-based (the header is line 1)
+    if damage == "not json":
+        lines[number - 1] = b'{"type": "turn/start", "seq": \n'
+    else:
+        event = json.loads(lines[number - 1])
+        event["seq"] += 5
+        lines[number - 1] = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+    session_path.write_bytes(b"".join(lines))
+    assert run_cost(_build_parser().parse_args(["cost", str(session_path)])) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{session_path}:{number}:" in err

@@ -119,14 +119,19 @@ def test_the_folded_view_read_in_batches_equals_the_full_fold(log: GeneratedLog,
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(log=logs_with_partial_compactions(), batch=st.integers(1, 9))
-def test_the_requests_handed_out_one_at_a_time_are_the_full_folds(log: GeneratedLog, batch: int) -> None:
-    """`folded_requests` keeps nothing: each request, read as it comes, is the full fold's."""
+@given(log=logs_with_partial_compactions(), batch=st.integers(1, 9), validated_first=st.booleans())
+def test_the_requests_handed_out_one_at_a_time_are_the_full_folds(log: GeneratedLog, batch: int, validated_first: bool) -> None:
+    """`folded_requests` keeps nothing: each request, read as it comes, is the full fold's, whether
+    the fold is the validation's own pass or one after it."""
     expected = log.view().requests
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / f"{log.header.id}.jsonl"
         path.write_bytes(log.jsonl())
-        read = [(request, tuple(request.messages)) for request in Session.open(path).folded_requests(batch=batch)]
+        session = Session.open(path)
+        if validated_first:
+            session.load()
+        read = [(request, tuple(request.messages)) for request in session.folded_requests(batch=batch)]
+        assert session.validated
     assert [request for request, _messages in read] == expected
     assert [messages for _request, messages in read] == [tuple(request.messages) for request in expected]
 
