@@ -1,6 +1,7 @@
 """The cost sums `toolscope cost` keeps in a session's line index (`app.report.cost_record`): a
 second run prices them without scanning, and a record that is not for this file, these routes and
-this estimator — or that is not sealed by this account — changes no answer."""
+this estimator — or that is not sealed by this account — changes no answer. And the first run's
+single pass still refuses a corrupt line before printing anything."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def cost_of(capsys: pytest.CaptureFixture[str], path: Path, *routes: str) -> dic
 
 
 def scanned_afresh(path: Path, *routes: str) -> dict:
-    """The answer worked out from the file alone, no index read or kept."""
+    """The answer of a scan of the full fold, the record not read."""
     catalog = load_catalog()
     chosen = [catalog.get(route) for route in routes] if routes else list(catalog)
     session = Session.open(path)
