@@ -299,8 +299,10 @@ class TrajectoryScreen(Screen[None]):
                 parts.append(note)
         if self._validation_note:
             parts.append(self._validation_note)
-        # One line of a fixed height: no layout (progress notes change it a few times a second).
-        self.query_one("#trajectory-title", Static).update(literal(" · ".join(parts)), layout=False)
+        # One line of a fixed height: no layout (progress notes change it a few times a second). A
+        # worker's note may land after the screen's widgets are gone (the app closing): none then.
+        for title in self.query("#trajectory-title").results(Static):
+            title.update(literal(" · ".join(parts)), layout=False)
 
     @property
     def current_entry(self) -> Entry | None:
