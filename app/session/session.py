@@ -180,7 +180,7 @@ class Session:
         line decoded once; a corrupt line raises before the requests after it are handed out."""
         view = SessionView(self.header, retain=False)
         made = view.requests
-        if not self._validated and self._validation is None and self._recorded_checker() is None:
+        if not self._validated and self._validation is None and self.chain.own.index.extra.raw(VALIDATED) is None:
             for _count in self.validation(view.apply):
                 if made:
                     yield from made
