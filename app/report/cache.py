@@ -183,7 +183,7 @@ def diagnose_kept(
     gap = gap_ms(previous, request)
     if ran_here and _switched(previous, request):
         return _diagnostic(prefix, CacheCause.ROUTE_SWITCHED, gap, rendered, 0, _recorded(request, ran_here))
-    if gap is not None and gap > ttl_seconds * 1000:
+    if outlived(gap, ttl_seconds):
         return _diagnostic(prefix, CacheCause.CACHE_EXPIRED, gap, rendered, 0, _recorded(request, ran_here))
     return _diagnostic(prefix, None, gap, rendered, cached, _recorded(request, ran_here))
 
@@ -352,6 +352,11 @@ def _model(request: ModelRequest) -> str:
 
 def _starts_with_summary(messages: Sequence[object]) -> bool:
     return bool(messages) and isinstance(messages[0], SummaryItem)
+
+
+def outlived(gap: int | None, ttl_seconds: float) -> bool:
+    """Whether a gap (ms, `gap_ms`) is longer than a cache's TTL: the prefix has expired."""
+    return gap is not None and gap > ttl_seconds * 1000
 
 
 def gap_ms(previous: ModelRequest | None, request: ModelRequest) -> int | None:

@@ -32,7 +32,7 @@ from app.llm.dispatch import build_wire, check_wire_placement, conversation_wire
 from app.llm.prefix import KEPT, PrefixResult, cache_head_chunks, common_prefix_length, message_length, prefix_kept, rendered_length
 from app.llm.projection import ProjectedRequest, project_split, split_messages
 from app.llm.routes import Route
-from app.report.cache import CacheDiagnostic, diagnose, diagnose_broken, diagnose_kept, gap_ms
+from app.report.cache import CacheDiagnostic, diagnose, diagnose_broken, diagnose_kept, gap_ms, outlived
 from app.report.model import RouteReport, route_report
 from app.session.view import ModelRequest
 from app.session.view_items import AssistantItem, Message, ToolResultItem, UserItem
@@ -158,11 +158,6 @@ def _alike(
         ttl_seconds=route.cache_ttl,
         previous_characters=characters,
     )
-
-
-def _expired(gap: int | None, route: Route) -> bool:
-    """Whether `gap` (ms) outlived the route's cache."""
-    return gap is not None and gap > (route.cache_ttl or 0) * 1000
 
 
 def _taken(
@@ -314,7 +309,7 @@ def _diagnosed(measured: _Measured, shared: _Shared, request: ModelRequest, prev
 def _kept(shared: _Shared, request: ModelRequest, previous: ModelRequest, route: Route, rendered: int, cached: int) -> CacheDiagnostic:
     """`diagnose_kept` on `route`, shared by the routes of the request it would give the same (the
     TTL counts only by whether the gap outlived it)."""
-    key = (request.route == route.id, _expired(shared.gap, route), rendered, cached)
+    key = (request.route == route.id, outlived(shared.gap, route.cache_ttl or 0), rendered, cached)
     diagnostic = shared.kept.get(key)
     if diagnostic is None:
         diagnostic = shared.kept[key] = diagnose_kept(
