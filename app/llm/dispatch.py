@@ -57,7 +57,11 @@ def build_wire(projected: ProjectedRequest, route: Route, config: Mapping[str, A
     """The body and headers `route` sends for `projected`: its own model, the request's settings."""
     if route.dialect == "anthropic-messages":
         return build_messages_request(
-            projected, model=route.model, config=config, default_max_tokens=route.max_output_tokens
+            projected,
+            model=route.model,
+            config=config,
+            default_max_tokens=route.max_output_tokens,
+            cache_write=route.cache_write if route.cache_control else None,
         )
     if route.dialect == "openai-sdk":
         return build_openai_request(

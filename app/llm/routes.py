@@ -53,6 +53,12 @@ def default_cache_ttl(dialect: Dialect, base_url: str, cache_write: CacheWrite) 
     return 5 * _MINUTE  # another server's in-memory cache: the short end of OpenAI's 5-10 minutes
 
 
+def default_cache_control(dialect: Dialect, base_url: str) -> bool:
+    """Anthropic's own API caches only what a request asks it to; another Anthropic-format server
+    may not know the field (DeepSeek's caches every request on its own)."""
+    return dialect == "anthropic-messages" and urlsplit(base_url).hostname == "api.anthropic.com"
+
+
 def _openai_sdk_rule() -> str:
     return _('openai-sdk routes can only use tool_update = "none"')
 
@@ -90,6 +96,9 @@ class Route:
     # expired"); None asks for the provider's documented default, which `__post_init__` fills in.
     cache_ttl: float | None = None
     cache_write: CacheWrite = "5m"  # which write price an Anthropic-format route pays
+    # Whether an Anthropic-format route asks for prompt caching (a top-level `cache_control` with
+    # `cache_write`'s lifetime); None asks for the default by host, which `__post_init__` fills in.
+    cache_control: bool | None = None
 
 
     def __post_init__(self) -> None:
@@ -99,6 +108,8 @@ class Route:
         if self.cache_ttl is None:
             ttl = default_cache_ttl(self.dialect, self.base_url, self.cache_write)
             object.__setattr__(self, "cache_ttl", ttl)
+        if self.cache_control is None:
+            object.__setattr__(self, "cache_control", default_cache_control(self.dialect, self.base_url))
 
     @property
     def sends_tool_updates(self) -> bool:
@@ -295,9 +306,9 @@ def load_catalog(overrides: Sequence[Mapping[str, Any]] = ()) -> RouteCatalog:
                 )
             merged = {**_ROUTE_DEFAULTS, "label": route_id, **values}
         else:
-            # A built-in's TTL is its provider's default, worked out again from the keys the table
-            # changes (`cache_write = "1h"` makes an hour) unless the table names one.
-            merged = {**asdict(built_in), "cache_ttl": None, **values}
+            # A built-in's TTL and caching are its provider's defaults, worked out again from the
+            # keys the table changes (`cache_write = "1h"` makes an hour) unless the table names them.
+            merged = {**asdict(built_in), "cache_ttl": None, "cache_control": None, **values}
         _check_combination(route_id, merged, values)
         routes[route_id] = Route(**merged)
     return RouteCatalog(routes.values())
@@ -356,10 +367,11 @@ def _unknown_key(key: str) -> str:
 def _check_combination(route_id: str, merged: Mapping[str, Any], values: Mapping[str, Any]) -> None:
     if merged["dialect"] == "openai-sdk" and merged["tool_update"] != "none":
         raise _table_error(route_id, "tool_update", _openai_sdk_rule())
-    if "cache_write" in values and merged["dialect"] != "anthropic-messages":
-        raise _table_error(
-            route_id, "cache_write", _("'cache_write' is only for anthropic-messages routes")
-        )
+    for key in ("cache_write", "cache_control"):
+        if key in values and merged["dialect"] != "anthropic-messages":
+            raise _table_error(
+                route_id, key, _("'{key}' is only for anthropic-messages routes").format(key=key)
+            )
     if merged["max_output_tokens"] > merged["context_window"]:
         raise _table_error(
             route_id,
@@ -433,6 +445,12 @@ def _failure_codes(key: str, value: Any) -> str | None:
     )
 
 
+def _boolean(key: str, value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    return _("'{key}' must be true or false").format(key=key)
+
+
 def _positive_int(key: str, value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return None
@@ -461,4 +479,5 @@ _CHECKS: dict[str, ValueCheck] = {
     "reasoning_history": _one_of(get_args(ReasoningHistory)),
     "cache_ttl": _positive_number,
     "cache_write": _one_of(get_args(CacheWrite)),
+    "cache_control": _boolean,
 }

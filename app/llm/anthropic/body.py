@@ -27,6 +27,7 @@ from app.llm.deepseek.body import (
     summary_text,
 )
 from app.llm.projection import Declaration, ProjectedRequest
+from app.llm.routes import CacheWrite
 from app.session.view_items import AssistantItem, Message, SummaryItem, ToolResultItem, UserItem
 from app.untrusted_json import loads
 
@@ -52,10 +53,15 @@ def build_messages_request(
     model: str,
     config: Mapping[str, Any],
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    cache_write: CacheWrite | None = None,
 ) -> WireRequest:
     """Render `projected` for `model` with the header's `config` (max_tokens, reasoning_effort);
     `max_tokens` is required on this wire, so `default_max_tokens` (the route's output limit)
     stands in when the config does not set it.
+
+    `cache_write`: ask for prompt caching, each prefix kept that long (a top-level `cache_control`:
+    the API puts the breakpoint on the last block and moves it as the conversation grows, so the
+    messages are the same as without it); None asks for none.
 
     `temperature` is not sent: the official request types no longer carry it and current models
     refuse non-default sampling settings.
@@ -73,6 +79,8 @@ def build_messages_request(
     if projected.declarations:
         body["tools"] = [_tool(declaration) for declaration in projected.declarations]
     body["stream"] = True
+    if cache_write is not None:
+        body["cache_control"] = {"type": "ephemeral", "ttl": cache_write}
     body.update(_settings(config))
     return WireRequest(body, beta_headers(projected), group_indexes)
 

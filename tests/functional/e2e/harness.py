@@ -101,11 +101,13 @@ class RouteSpec:
     system_prompt: str = "top"
     idle_timeout: float | None = None
     dialect: str = "deepseek-chat"
+    settings: tuple[tuple[str, str | bool], ...] = ()
+    """Further keys of the table."""
 
 
-def route_table(base_url: str, route: RouteSpec) -> dict[str, str | float]:
+def route_table(base_url: str, route: RouteSpec) -> dict[str, str | float | bool]:
     """The `[[routes]]` table of a route to the loopback server (DeepSeek format unless told)."""
-    table: dict[str, str | float] = {
+    table: dict[str, str | float | bool] = {
         "id": route.id,
         "dialect": route.dialect,
         "model": "e2e-model",
@@ -116,6 +118,7 @@ def route_table(base_url: str, route: RouteSpec) -> dict[str, str | float]:
     }
     if route.idle_timeout is not None:
         table["idle_timeout"] = route.idle_timeout
+    table.update(route.settings)
     return table
 
 

@@ -285,3 +285,33 @@ def test_the_anthropic_wires_cache_reads_and_writes_are_logged_with_the_answer(b
     usage = message.data.usage
     assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (45, 30, 6, 20)
     assert b'"cacheRead":30,"reasoning":0,"cacheWrite":6}' in bench.only_session().read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("settings", "asked"),
+    [
+        ((("cache_control", True), ("cache_write", "1h")), {"type": "ephemeral", "ttl": "1h"}),
+        ((("cache_control", True),), {"type": "ephemeral", "ttl": "5m"}),
+        ((), None),  # another host than Anthropic's: the field may be unknown there
+    ],
+)
+def test_an_anthropic_route_asks_for_prompt_caching_with_its_write_lifetime(
+    bench: Workbench, settings: tuple[tuple[str, str | bool], ...], asked: dict[str, str] | None
+) -> None:
+    """The request-level `cache_control` asks the API to cache up to the last block of every
+    request: each one reads what the one before wrote (what the cost estimate assumes)."""
+    route = RouteSpec("e2e/anthropic", dialect="anthropic-messages", settings=settings)
+    call = anthropic_stream(
+        message_start(),
+        block(0, {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}),
+        piece(0, type="input_json_delta", partial_json="{}"),
+        block_stop(0),
+        *message_end("tool_use"),
+    )
+    result, server = run(turn(bench, route, call, ANTHROPIC_DONE))
+    assert result.returncode == 0, result.stderr
+    bodies = request_bodies(server)
+    assert [body.get("cache_control") for body in bodies] == [asked, asked]
+    for body in bodies:
+        assert_valid_anthropic_body(body)
+    assert b"cache_control" not in bench.only_session().read_bytes()  # the log is the same on every route

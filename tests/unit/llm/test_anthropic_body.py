@@ -129,6 +129,18 @@ def test_minimal_body():
     assert wire.headers == {}
 
 
+@pytest.mark.parametrize("lifetime", ["5m", "1h"])
+def test_asking_for_prompt_caching_adds_one_top_level_field_and_leaves_the_rest_as_it_was(lifetime):
+    """The API moves the request-level breakpoint to the last block itself: the messages and
+    tools the prefix checker compares stay as they were, so the cost estimate reads the same."""
+    request = projected([user(1), assistant(2, TextContent(text="Hi."), call("c1")), result(3, "c1")], declarations=[declared("read_file")])
+    plain = build(request).body
+    cached = build_messages_request(request, model="claude-sonnet-4-5", config={}, cache_write=lifetime).body
+    assert_valid_anthropic_body(cached)
+    assert cached.pop("cache_control") == {"type": "ephemeral", "ttl": lifetime}
+    assert cached == plain
+
+
 def test_empty_system_text_is_left_out():
     assert "system" not in build(projected([user(1)], system="")).body
 

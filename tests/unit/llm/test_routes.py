@@ -289,6 +289,19 @@ def test_an_empty_beta_header_is_allowed():
             "cache_write",
             """[[routes]] id="local/llama": 'cache_write' is only for anthropic-messages routes""",
         ),
+        (
+            {"id": "anthropic/claude-sonnet", "cache_control": "yes"},
+            "cache_control",
+            """[[routes]] id="anthropic/claude-sonnet": 'cache_control' must be true or false""",
+        ),
+        (
+            {"id": "deepseek/deepseek-flash", "cache_control": True},
+            "cache_control",
+            (
+                """[[routes]] id="deepseek/deepseek-flash": """
+                """'cache_control' is only for anthropic-messages routes"""
+            ),
+        ),
         ({"model": "m"}, "id", "[[routes]] table 1: missing key 'id'"),
         ({"id": 7}, "id", "[[routes]] table 1: 'id' must be a non-empty string"),
     ],
@@ -418,3 +431,20 @@ def test_an_added_route_gets_a_cache_ttl_from_its_dialect_and_host():
     assert catalog.get("local/claude").cache_ttl == 5 * _MINUTE
     assert catalog.get("local/claude-1h").cache_ttl == _HOUR
     assert catalog.get("ds/v4").cache_ttl == 3 * _HOUR
+
+
+def test_only_anthropics_own_api_is_asked_to_cache_unless_a_route_says_otherwise():
+    """Anthropic caches only what a request asks for; another Anthropic-format server may not know
+    the field. A table's `cache_control` decides, and a built-in moved to another host asks again."""
+    assert [route.id for route in load_catalog() if route.cache_control] == ["anthropic/claude-sonnet"]
+    catalog = load_catalog(
+        [
+            {"id": "anthropic/claude-sonnet", "cache_control": False},
+            {"id": "anthropic/deepseek", "cache_control": True},
+            {**NEW_ROUTE, "id": "local/claude", "dialect": "anthropic-messages"},
+            {**NEW_ROUTE, "id": "proxy/claude", "dialect": "anthropic-messages", "cache_control": True},
+        ]
+    )
+    assert [route.id for route in catalog if route.cache_control] == ["anthropic/deepseek", "proxy/claude"]
+    moved = load_catalog([{"id": "anthropic/claude-sonnet", "base_url": "http://127.0.0.1:8080"}])
+    assert not moved.get("anthropic/claude-sonnet").cache_control
